@@ -1,0 +1,133 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hosts/host.h"
+#include "scenario/schema.h"
+
+namespace ernic {
+
+// One point's parameter values, in the order the tool's schema declares them, as canonical
+// text (sizes in bytes, durations in milliseconds, booleans "true"/"false").
+class PointParams {
+ public:
+  void set(const std::string& name, std::string value);
+  bool has(const std::string& name) const;
+  // Throws std::out_of_range naming the parameter when it is missing.
+  const std::string& text(const std::string& name) const;
+  std::uint64_t bytes(const std::string& name) const;
+  std::uint64_t integer(const std::string& name) const;
+  double milliseconds(const std::string& name) const;
+  bool flag(const std::string& name) const;
+  const std::vector<std::pair<std::string, std::string>>& entries() const { return entries_; }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> entries_;
+};
+
+// Facts setup steps learned about a host (rdma device name, GID index, ...), read by
+// benchmark modules when they build command lines.
+using HostFacts = std::map<std::string, std::string>;
+
+struct PointContext {
+  std::string benchmark;  // the scenario's name for the benchmark entry
+  std::string id;         // unique point id, e.g. "tcp[protocol=udp,reverse=false]"
+  PointParams params;
+  Host* server = nullptr;  // null for single-host tools
+  Host* client = nullptr;
+  HostFacts server_facts;
+  HostFacts client_facts;
+  std::uint16_t port = 0;  // a TCP port reserved for this point
+  std::chrono::milliseconds timeout{0};
+};
+
+// How the executor knows a server is ready, without sleeping.
+struct Readiness {
+  std::optional<std::uint16_t> listening_port;  // a TCP listen socket on the server host
+  std::optional<std::regex> output_line;        // a line the server prints
+  std::string description;                      // for errors: "iperf3 listening on port 5201"
+};
+
+struct ServerCommand {
+  CommandSpec spec;
+  Readiness readiness;
+};
+
+struct PointCommands {
+  std::optional<ServerCommand> server;
+  CommandSpec client;
+};
+
+enum class Better { kHigher, kLower };
+
+struct MetricInfo {
+  std::string name;  // e.g. "bw_avg_GBs"
+  std::string unit;  // e.g. "GB/s"
+  Better better = Better::kHigher;
+};
+
+// What parse() read from one repetition.
+struct ParseOutcome {
+  bool ok = false;
+  std::string error;                   // why it is not a result, when !ok
+  std::map<std::string, double> metrics;  // names from metrics()
+  nlohmann::json details;              // everything the parser read, kept in the run directory
+};
+
+// The figures a run publishes in rocm-ernic's record format (series and badges).
+struct PublishedFigures {
+  std::map<std::string, std::map<std::string, double>> series;  // "bandwidth" -> {"4096": 0.39}
+  std::map<std::string, double> badges;                         // "tcp_bw_GBs" -> 2.1
+};
+
+// One point's outcome as the publisher sees it.
+struct PointSummary {
+  const PointParams* params = nullptr;
+  std::map<std::string, double> median;  // per metric, over the passed repetitions
+};
+
+// A benchmark tool, with PerfKit Benchmarker's life cycle: prepare, run (the executor's
+// server/client choreography around commands()), parse, cleanup. Adding a tool means adding
+// one module file and one line in registry.cc.
+class Benchmark {
+ public:
+  virtual ~Benchmark() = default;
+
+  virtual std::string_view tool() const = 0;
+  virtual std::string_view description() const = 0;
+  // The `params` a scenario may give; matrix fields expand into points.
+  virtual const ObjectSchema& params() const = 0;
+  virtual std::vector<MetricInfo> metrics() const = 0;
+  // Programs the server and client hosts need, checked before anything starts.
+  struct Program {
+    std::string name;
+    std::string debian_package;
+  };
+  virtual std::vector<Program> programs() const = 0;
+  // Whether the tool runs as a server plus a client (otherwise only on the client host).
+  virtual bool needs_server() const { return true; }
+
+  virtual void prepare(PointContext& /*point*/) const {}
+  // Fully resolved command lines; the dry run prints these.
+  virtual PointCommands commands(const PointContext& point) const = 0;
+  virtual ParseOutcome parse(const CommandResult* server, const CommandResult& client,
+                             const PointContext& point) const = 0;
+  virtual void cleanup(PointContext& /*point*/) const {}
+  // Adds this point's figures to the rocm-ernic compatible series and badges.
+  virtual void publish(const PointSummary& /*point*/,
+                       const std::vector<std::uint64_t>& /*tracked_sizes*/,
+                       PublishedFigures& /*figures*/) const {}
+};
+
+// Every benchmark module, in a stable order.
+const std::vector<const Benchmark*>& all_benchmarks();
+const Benchmark* find_benchmark(std::string_view tool);
+
+}  // namespace ernic

@@ -1,0 +1,7 @@
+#include "report_commands.h"
+
+namespace ernic::reports {
+
+void register_commands(CLI::App& /*app*/, CommandContext& /*context*/) {}
+
+}  // namespace ernic::reports
