@@ -13,6 +13,9 @@ namespace ernic {
 
 using Clock = std::chrono::steady_clock;
 
+// Quotes a word for a POSIX shell only when it needs it.
+std::string shell_quote(const std::string& word);
+
 // A command to run on a host. argv[0] is looked up in the host's PATH; nothing goes through a
 // shell unless argv says so (["sh", "-c", ...]).
 struct CommandSpec {
