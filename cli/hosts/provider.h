@@ -1,0 +1,59 @@
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hosts/host.h"
+#include "run/cleanup_stack.h"
+#include "scenario/schema.h"
+
+namespace ernic {
+
+class Status;
+
+// One entry of the scenario's `hosts:` list.
+struct HostSpec {
+  std::string name;
+  std::string provider;  // local, netns, ssh, libvirt, embedded
+  std::string address;   // optional; providers fill it in when empty
+  YAML::Node config;     // the whole entry, for provider-specific keys
+};
+
+struct ProviderContext {
+  std::filesystem::path run_dir;
+  std::string run_token;   // short, unique per run: names namespaces, domains, bridges
+  YAML::Node scenario;     // the resolved scenario, for top-level provider settings
+  CleanupStack* cleanup = nullptr;
+  Status* status = nullptr;
+};
+
+// A platform: how hosts of one kind come to exist (LISA's platform layer). A provider creates
+// all of its hosts at once, because some (netns, libvirt) build a network between them, and
+// pushes their teardown onto the cleanup stack as each resource appears.
+class HostProvider {
+ public:
+  virtual ~HostProvider() = default;
+  virtual std::string_view name() const = 0;
+  virtual std::string_view description() const = 0;
+  // Keys a host entry of this provider may have besides name, provider and address.
+  virtual const ObjectSchema& host_schema() const = 0;
+  // Checks that go beyond the schema (e.g. a subnet large enough for the hosts); appended to
+  // `out` with locations.
+  virtual void check(const std::vector<HostSpec>& /*hosts*/, const YAML::Node& /*scenario*/,
+                     const std::string& /*file*/, Diagnostics& /*out*/) const {}
+  // Dry run: the commands create() would run, one per line.
+  virtual std::vector<std::string> describe(const std::vector<HostSpec>& hosts,
+                                            const ProviderContext& context) const = 0;
+  virtual std::vector<std::unique_ptr<Host>> create(const std::vector<HostSpec>& hosts,
+                                                    ProviderContext& context) = 0;
+};
+
+const std::vector<HostProvider*>& all_host_providers();
+HostProvider* find_host_provider(std::string_view name);
+
+}  // namespace ernic
