@@ -163,9 +163,11 @@ ObjectSchema top_level_schema() {
        .default_text = "local"},
       // hosts, setup and benchmarks are checked entry by entry against the provider's, step's
       // and tool's own schema; these describe only the outer shape.
-      {.name = "hosts", .kind = ValueKind::kList, .required = true, .element = ValueKind::kString},
-      {.name = "setup", .kind = ValueKind::kList, .element = ValueKind::kString},
-      {.name = "benchmarks", .kind = ValueKind::kList, .required = true, .element = ValueKind::kString},
+      {.name = "hosts", .kind = ValueKind::kList, .description = "Hosts, each named, with a provider",
+       .required = true},
+      {.name = "setup", .kind = ValueKind::kList, .description = "Setup steps, in order"},
+      {.name = "benchmarks", .kind = ValueKind::kList, .description = "Benchmarks; matrix parameters expand into points",
+       .required = true},
       {.name = "emulator", .kind = ValueKind::kObject, .object = object(emulator)},
       {.name = "history", .kind = ValueKind::kObject, .object = object(history)},
       {.name = "ab_pairs", .kind = ValueKind::kList, .object = object(ab_pair)},
