@@ -227,17 +227,20 @@ void apply_override(YAML::Node root, const std::string& assignment, Diagnostics&
     bool last = i + 1 == keys.size();
     if (node.IsSequence()) {
       YAML::Node item;
+      bool found = false;
       bool is_index = !key.empty() && std::all_of(key.begin(), key.end(), ::isdigit);
       if (is_index && std::stoul(key) < node.size()) {
         item = node[std::stoul(key)];
+        found = true;
       } else {
         for (std::size_t j = 0; j < node.size(); ++j) {
           if (node[j].IsMap() && node[j]["name"] && node[j]["name"].Scalar() == key) {
             item = node[j];
+            found = true;
           }
         }
       }
-      if (!item) {
+      if (!found) {
         fail(path, fmt::format("no list item '{}' (give an index or an item's name)", key));
         return;
       }
@@ -284,15 +287,19 @@ void check_entries(const YAML::Node& root, const std::string& file, Diagnostics&
       }
       HostProvider* provider = find_host_provider(scalar(host["provider"]));
       if (provider == nullptr) {
-        // Validate against the generic shape so the provider error carries suggestions.
+        // Without a known provider, check the keys every host has, so typos get suggestions.
         ObjectSchema generic;
         generic.fields = {kNameField,
-                          {.name = "provider", .kind = ValueKind::kEnum, .required = true, .enum_values = provider_names()}};
-        if (host["provider"]) {
-          validate_field(host["provider"], generic.fields[1], file, path + ".provider", out);
-        } else {
-          out.push_back(diagnostic_at(host, file, path, "missing required key 'provider'"));
+                          {.name = "provider", .kind = ValueKind::kEnum, .required = true, .enum_values = provider_names()},
+                          {.name = "address", .kind = ValueKind::kIpv4}};
+        for (const auto* any : all_host_providers()) {
+          for (const auto& field : any->host_schema().fields) {
+            if (!generic.find(field.name)) {
+              generic.fields.push_back(field);
+            }
+          }
         }
+        validate(host, generic, file, path, out);
         continue;
       }
       validate(host, host_schema_for(*provider), file, path, out);
