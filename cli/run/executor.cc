@@ -440,6 +440,7 @@ bool Executor::run_repetition(const PlannedPoint& point, int repetition, PointRe
     sample.warm = !first_sample_;
     first_sample_ = false;
     sample.duration_s = std::chrono::duration<double>(Clock::now() - started).count();
+    sample.tool_s = std::chrono::duration<double>(client.duration).count();
     sample.metrics = std::move(outcome.metrics);
     result.samples.push_back(std::move(sample));
     log.note("point passed");

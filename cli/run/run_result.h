@@ -14,7 +14,8 @@ namespace ernic {
 struct Sample {
   int repetition = 1;
   bool warm = true;
-  double duration_s = 0;
+  double duration_s = 0;  // the whole repetition, server start to parse
+  double tool_s = 0;      // the client tool alone: what orchestration overhead is measured against
   std::map<std::string, double> metrics;
 };
 
