@@ -682,6 +682,9 @@ void Engine::on_nak(QueuePair& q, const FrameHeader& h) {
   ++q.rnr_retries_used;
   ++stats_.rnr_retries;
   q.rnr_retry_at = clock_() + q.rnr_delay;
+  // Everything sent after the refused message will be discarded by the responder: stop it
+  // from going out at all (an 8 MiB pipeline would otherwise cross the wire for nothing).
+  fabric_.cancel(q.remote_node, q.qpn, true);
 }
 
 void Engine::advance_timers() {

@@ -9,6 +9,16 @@
 #include "engine/wire.h"
 
 namespace ernic::emu {
+// A frame cancel() may drop: data, or (requests_only) a request of the QP's requester side.
+inline bool cancellable(const FrameHeader& h, bool requests_only) {
+  if (h.op == FrameOp::kAck || h.op == FrameOp::kNak) {
+    return false;
+  }
+  return !requests_only || h.op != FrameOp::kReadResponse;
+}
+}  // namespace ernic::emu
+
+namespace ernic::emu {
 
 using NodeId = std::uint32_t;
 
@@ -40,9 +50,10 @@ class Fabric {
   // written or cancel() drops it; it is written straight from that memory. Frames of one
   // source QP keep their order; frames of different QPs interleave.
   virtual void send(NodeId to, const FrameHeader& header, const std::byte* payload) = 0;
-  // Drops the not-yet-started data frames queued by one QP (it went to the error state);
-  // ACKs and NAKs it already generated still go out.
-  virtual void cancel(NodeId to, std::uint32_t src_qpn) = 0;
+  // Drops the not-yet-started data frames queued by one QP: all of them when it went to the
+  // error state, only its requests (SEND, WRITE, READ request) when it rewinds after an RNR
+  // NAK. ACKs and NAKs it already generated still go out.
+  virtual void cancel(NodeId to, std::uint32_t src_qpn, bool requests_only = false) = 0;
 };
 
 }  // namespace ernic::emu

@@ -26,10 +26,10 @@ void LocalHub::Port::send(NodeId to, const FrameHeader& header, const std::byte*
   hub_.queue_.push_back({node_, to, header, payload});
 }
 
-void LocalHub::Port::cancel(NodeId to, std::uint32_t src_qpn) {
+void LocalHub::Port::cancel(NodeId to, std::uint32_t src_qpn, bool requests_only) {
   std::erase_if(hub_.queue_, [&](const QueuedFrame& f) {
     return f.from == node_ && f.to == to && f.header.src_qpn == src_qpn &&
-           f.header.op != FrameOp::kAck && f.header.op != FrameOp::kNak;
+           cancellable(f.header, requests_only);
   });
 }
 

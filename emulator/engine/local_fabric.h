@@ -25,7 +25,7 @@ class LocalHub {
     std::optional<NodeId> resolve_gid(std::string_view gid) const override;
     bool reachable(NodeId node) const override;
     void send(NodeId to, const FrameHeader& header, const std::byte* payload) override;
-    void cancel(NodeId to, std::uint32_t src_qpn) override;
+    void cancel(NodeId to, std::uint32_t src_qpn, bool requests_only) override;
 
    private:
     LocalHub& hub_;
