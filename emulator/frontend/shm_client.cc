@@ -166,8 +166,7 @@ std::uint32_t ShmClient::create_cq() {
   return ByteReader(body).u32();
 }
 
-std::uint32_t ShmClient::create_qp(std::uint32_t pd, std::uint32_t send_cq,
-                                   std::uint32_t recv_cq) {
+std::uint32_t ShmClient::create_qp(std::uint32_t pd, std::uint32_t send_cq, std::uint32_t recv_cq) {
   ByteWriter w;
   w.u32(pd);
   w.u32(send_cq);
@@ -255,8 +254,7 @@ bool ShmClient::drain_completions() {
   }
   for (; head != tail; ++head) {
     const shm::CompletionEntry& e = area_->completions[head % shm::kCompletionSlots];
-    ready_[e.cq].push_back(
-        {e.wr_id, e.qpn, e.byte_len, e.imm, e.status, e.opcode, e.has_imm != 0});
+    ready_[e.cq].push_back({e.wr_id, e.qpn, e.byte_len, e.imm, e.status, e.opcode, e.has_imm != 0});
   }
   area_->completion_head.value.store(head, std::memory_order_release);
   return true;

@@ -56,10 +56,10 @@ struct alignas(64) Index {
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 
 struct Area {
-  Index submit_head;      // instance consumes
-  Index submit_tail;      // client produces
-  Index completion_head;  // client consumes
-  Index completion_tail;  // instance produces
+  Index submit_head;       // instance consumes
+  Index submit_tail;       // client produces
+  Index completion_head;   // client consumes
+  Index completion_tail;   // instance produces
   Index instance_waiting;  // set by the instance before it blocks: ring the doorbell
   Index client_waiting;    // set by the client before it blocks: notify completions
   SubmitEntry submits[kSubmitSlots];

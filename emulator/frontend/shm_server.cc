@@ -56,8 +56,9 @@ ShmFrontEnd::ShmFrontEnd(EventLoop& loop, Engine& engine, Logger& log, InstanceI
           }
         }
         for (auto& [fd, c] : clients_) {
-          if (c->area != nullptr && c->area->submit_head.value.load(std::memory_order_relaxed) !=
-                                        c->area->submit_tail.value.load(std::memory_order_seq_cst)) {
+          if (c->area != nullptr &&
+              c->area->submit_head.value.load(std::memory_order_relaxed) !=
+                  c->area->submit_tail.value.load(std::memory_order_seq_cst)) {
             for (auto& [fd2, c2] : clients_) {
               if (c2->area != nullptr) {
                 c2->area->instance_waiting.value.store(0, std::memory_order_relaxed);
@@ -194,7 +195,8 @@ void ShmFrontEnd::on_message(Client& c) {
         if (c.area_fd < 0 || ftruncate(c.area_fd, sizeof(shm::Area)) != 0) {
           throw VerbsError(std::string("cannot create the ring memory: ") + std::strerror(errno));
         }
-        void* p = mmap(nullptr, sizeof(shm::Area), PROT_READ | PROT_WRITE, MAP_SHARED, c.area_fd, 0);
+        void* p =
+            mmap(nullptr, sizeof(shm::Area), PROT_READ | PROT_WRITE, MAP_SHARED, c.area_fd, 0);
         if (p == MAP_FAILED) {
           throw VerbsError(std::string("cannot map the ring memory: ") + std::strerror(errno));
         }
@@ -273,8 +275,9 @@ void ShmFrontEnd::on_message(Client& c) {
         const auto cq = engine_.create_cq();
         c.cqs.insert(cq);
         cq_owner_[cq] = &c;
-        engine_.set_completion_handler(
-            cq, [this, &c, cq](const Completion& completion) { push_completion(c, cq, completion); });
+        engine_.set_completion_handler(cq, [this, &c, cq](const Completion& completion) {
+          push_completion(c, cq, completion);
+        });
         body.u32(cq);
         break;
       }

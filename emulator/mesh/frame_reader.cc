@@ -79,8 +79,9 @@ FrameReader::Result FrameReader::pump(const ReadFn& read, Sink& sink, std::strin
       return Result::kClosed;
     }
     if (n == 0) {
-      reason = state_ == State::kHeader && header_have_ == 0 ? "peer closed the connection"
-                                                             : "peer closed in the middle of a frame";
+      reason = state_ == State::kHeader && header_have_ == 0
+                   ? "peer closed the connection"
+                   : "peer closed in the middle of a frame";
       return Result::kClosed;
     }
     used += static_cast<std::size_t>(n);

@@ -22,13 +22,15 @@ namespace ernic::emu {
 namespace {
 
 constexpr std::string_view kHandshakeMagic = "ERNIC-MESH";
-constexpr std::uint32_t kCapabilities = 1;  // bit 0: segmented data frames
+constexpr std::uint32_t kCapabilities = 1;     // bit 0: segmented data frames
 constexpr std::size_t kWireWindow = 1u << 20;  // bytes committed to the socket order at once
 constexpr int kMaxIov = 64;
 
 using Bytes = std::basic_string<std::byte>;
 
-std::string errno_text() { return std::strerror(errno); }
+std::string errno_text() {
+  return std::strerror(errno);
+}
 
 void set_socket_options(int fd) {
   int one = 1;
@@ -139,7 +141,9 @@ struct MeshFabric::Connection final : FrameReader::Sink {
 MeshFabric::MeshFabric(EventLoop& loop, Logger& log, MeshConfig config)
     : loop_(loop), log_(log), config_(std::move(config)) {}
 
-MeshFabric::~MeshFabric() { shutdown(); }
+MeshFabric::~MeshFabric() {
+  shutdown();
+}
 
 void MeshFabric::start(std::function<void()> on_ready,
                        std::function<void(const std::string&)> on_fatal) {
@@ -177,7 +181,8 @@ void MeshFabric::listen() {
     const std::string why = errno_text();
     close(listen_fd_);
     listen_fd_ = -1;
-    throw std::runtime_error(fmt::format("mesh: cannot listen on {}:{}: {}", config_.bind, port, why));
+    throw std::runtime_error(
+        fmt::format("mesh: cannot listen on {}:{}: {}", config_.bind, port, why));
   }
   ::listen(listen_fd_, 64);
   socklen_t len = sizeof addr;
@@ -190,8 +195,8 @@ void MeshFabric::accept_ready() {
   while (true) {
     sockaddr_in peer{};
     socklen_t len = sizeof peer;
-    const int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &len,
-                           SOCK_NONBLOCK | SOCK_CLOEXEC);
+    const int fd =
+        accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       return;
     }
@@ -369,8 +374,9 @@ bool MeshFabric::on_control(Connection& c, const FrameHeader& h, std::span<const
         return false;
       }
       if (major != config_.version_major) {
-        reject(c, fmt::format("mesh protocol version {}.{} is not supported (this node speaks {}.{})",
-                              major, minor, config_.version_major, config_.version_minor));
+        reject(c,
+               fmt::format("mesh protocol version {}.{} is not supported (this node speaks {}.{})",
+                           major, minor, config_.version_major, config_.version_minor));
         return false;
       }
       if (node == kUnassignedNode && config_.role != MeshConfig::Role::kManager) {
@@ -438,8 +444,8 @@ bool MeshFabric::on_control(Connection& c, const FrameHeader& h, std::span<const
         return false;
       }
       if (!proofs_equal(proof, make_proof(config_.token, "acceptor", c.my_nonce, c.peer_nonce))) {
-        const std::string why = fmt::format(
-            "{} failed to prove the mesh token: the tokens differ", c.label);
+        const std::string why =
+            fmt::format("{} failed to prove the mesh token: the tokens differ", c.label);
         close_connection(c, why, !c.registering);
         if (c.registering) {
           on_fatal_("mesh: " + why);
@@ -541,7 +547,8 @@ void MeshFabric::broadcast_topology() {
 void MeshFabric::apply_topology(std::vector<MeshNode> nodes) {
   std::vector<NodeId> gone;
   for (const auto& [id, c] : peers_) {
-    if (std::none_of(nodes.begin(), nodes.end(), [id = id](const MeshNode& n) { return n.id == id; })) {
+    if (std::none_of(nodes.begin(), nodes.end(),
+                     [id = id](const MeshNode& n) { return n.id == id; })) {
       gone.push_back(id);
     }
   }
@@ -640,8 +647,8 @@ void MeshFabric::heartbeat() {
     }
   }
   for (Connection* c : dead) {
-    close_connection(*c, "no heartbeat for " +
-                             std::to_string(config_.heartbeat_timeout.count()) + " ms");
+    close_connection(
+        *c, "no heartbeat for " + std::to_string(config_.heartbeat_timeout.count()) + " ms");
   }
   loop_.add_timer(now + config_.heartbeat_interval, [this] { heartbeat(); });
 }

@@ -53,7 +53,9 @@ void check(const std::byte* p, std::uint64_t length, std::uint64_t seq, std::uin
   }
 }
 
-const char* verb_name(Verb v) { return v == Verb::kSend ? "send" : v == Verb::kWrite ? "write" : "read"; }
+const char* verb_name(Verb v) {
+  return v == Verb::kSend ? "send" : v == Verb::kWrite ? "write" : "read";
+}
 
 std::string status_text(std::uint8_t status) {
   if (status == shm::kLocalQpOperationError) {
@@ -168,8 +170,12 @@ struct Endpoint {
 std::uint64_t wr_id(std::uint32_t qp, std::uint64_t seq) {
   return (static_cast<std::uint64_t>(qp) << 40) | seq;
 }
-std::uint32_t wr_qp(std::uint64_t id) { return static_cast<std::uint32_t>(id >> 40); }
-std::uint64_t wr_seq(std::uint64_t id) { return id & ((1ull << 40) - 1); }
+std::uint32_t wr_qp(std::uint64_t id) {
+  return static_cast<std::uint32_t>(id >> 40);
+}
+std::uint64_t wr_seq(std::uint64_t id) {
+  return id & ((1ull << 40) - 1);
+}
 
 // The server posts receives when messages consume them: SEND, and WRITE with immediate (used
 // with --verify so that the server sees, and checks, every message).
@@ -281,9 +287,10 @@ void server_prepare(Endpoint& e, const PerfOptions& o, std::uint64_t size,
   for (std::uint32_t q = 0; q < o.qps; ++q) {
     for (; next_recv[q] < std::min(initial, o.iterations); ++next_recv[q]) {
       const std::uint64_t seq = next_recv[q];
-      e.client.post_recv(e.qps[q].qpn, {wr_id(q, seq),
-                                        {reinterpret_cast<std::uint64_t>(e.slot(q, seq)),
-                                         static_cast<std::uint32_t>(e.slot_size), e.qps[q].keys.lkey}});
+      e.client.post_recv(e.qps[q].qpn,
+                         {wr_id(q, seq),
+                          {reinterpret_cast<std::uint64_t>(e.slot(q, seq)),
+                           static_cast<std::uint32_t>(e.slot_size), e.qps[q].keys.lkey}});
     }
   }
 }
@@ -300,8 +307,8 @@ void server_bandwidth(Endpoint& e, const PerfOptions& o, std::uint64_t size,
     const std::uint32_t q = wr_qp(c.wr_id);
     const std::uint64_t seq = wr_seq(c.wr_id);
     if (c.byte_len != size) {
-      throw std::runtime_error(
-          fmt::format("Data verification failed: received {} bytes, expected {}", c.byte_len, size));
+      throw std::runtime_error(fmt::format(
+          "Data verification failed: received {} bytes, expected {}", c.byte_len, size));
     }
     if (o.verify) {
       // A WRITE with immediate lands in the slot its sequence number names.
@@ -312,9 +319,10 @@ void server_bandwidth(Endpoint& e, const PerfOptions& o, std::uint64_t size,
     ++received;
     if (next_recv[q] < o.iterations) {
       const std::uint64_t n = next_recv[q]++;
-      e.client.post_recv(e.qps[q].qpn, {wr_id(q, n),
-                                        {reinterpret_cast<std::uint64_t>(e.slot(q, n)),
-                                         static_cast<std::uint32_t>(e.slot_size), e.qps[q].keys.lkey}});
+      e.client.post_recv(e.qps[q].qpn,
+                         {wr_id(q, n),
+                          {reinterpret_cast<std::uint64_t>(e.slot(q, n)),
+                           static_cast<std::uint32_t>(e.slot_size), e.qps[q].keys.lkey}});
     }
   }
 }
@@ -338,7 +346,9 @@ void wait_for_marker(const std::byte* p, std::byte marker, int timeout_seconds) 
   }
 }
 
-std::byte marker_for(std::uint64_t i) { return static_cast<std::byte>(i % 255 + 1); }
+std::byte marker_for(std::uint64_t i) {
+  return static_cast<std::byte>(i % 255 + 1);
+}
 
 void post_one(Endpoint& e, SendOpcode op, std::uint64_t id, std::byte* local, std::uint64_t size,
               std::uint64_t remote_addr) {
@@ -429,7 +439,8 @@ SizeResult latency(Endpoint& e, const PerfOptions& o, std::uint64_t size, bool c
 std::string encode_result(const SizeResult& r, Mode mode) {
   if (mode == Mode::kBandwidth) {
     return fmt::format("RESULT {} {} {:.6f} {:.6f} {:.6f}", r.bw.bytes, r.bw.iterations,
-                       r.bw.peak_bytes_per_second, r.bw.average_bytes_per_second, r.bw.message_rate);
+                       r.bw.peak_bytes_per_second, r.bw.average_bytes_per_second,
+                       r.bw.message_rate);
   }
   return fmt::format("RESULT {} {} {:.3f} {:.3f} {:.3f} {:.3f} {:.3f} {:.3f} {:.3f}", r.lat.bytes,
                      r.lat.iterations, r.lat.min, r.lat.max, r.lat.typical, r.lat.average,
@@ -484,9 +495,15 @@ nlohmann::json json_of(const SizeResult& r, const PerfOptions& o) {
       j["completion_times_usec"] = r.samples;
     }
   } else {
-    j = {{"bytes", r.lat.bytes},   {"iterations", r.lat.iterations}, {"t_min_usec", r.lat.min},
-         {"t_max_usec", r.lat.max}, {"t_typical_usec", r.lat.typical}, {"t_avg_usec", r.lat.average},
-         {"t_stdev_usec", r.lat.stdev}, {"p99_usec", r.lat.p99},     {"p999_usec", r.lat.p999}};
+    j = {{"bytes", r.lat.bytes},
+         {"iterations", r.lat.iterations},
+         {"t_min_usec", r.lat.min},
+         {"t_max_usec", r.lat.max},
+         {"t_typical_usec", r.lat.typical},
+         {"t_avg_usec", r.lat.average},
+         {"t_stdev_usec", r.lat.stdev},
+         {"p99_usec", r.lat.p99},
+         {"p999_usec", r.lat.p999}};
     if (!r.samples.empty()) {
       j["latency_usec"] = r.samples;
     }
@@ -585,9 +602,11 @@ int run_server(const PerfOptions& o, std::ostream& out) {
     std::string tag, sizes;
     int verb = 0, mode = 0, verify = 0;
     in >> tag >> verb >> mode >> s.iterations >> s.tx_depth >> s.qps >> verify >> sizes;
-    if (tag != "ERNICPERF1" || verb != static_cast<int>(o.verb) || mode != static_cast<int>(o.mode)) {
+    if (tag != "ERNICPERF1" || verb != static_cast<int>(o.verb) ||
+        mode != static_cast<int>(o.mode)) {
       oob.send_line("ERR the client runs a different test");
-      throw std::runtime_error("the client runs a different test than " + test_title(o.verb, o.mode));
+      throw std::runtime_error("the client runs a different test than " +
+                               test_title(o.verb, o.mode));
     }
     s.verify = verify != 0;
     s.sizes.clear();

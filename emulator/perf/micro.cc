@@ -143,9 +143,11 @@ int run_micro(const MicroOptions& o, std::ostream& out, std::ostream& err) {
   try {
     ShmClient client(o.socket);
     const std::uint32_t cq = client.create_cq();
-    out << "---------------------------------------------------------------------------------------\n"
+    out << "---------------------------------------------------------------------------------------"
+           "\n"
         << "                    ERNIC emulator microbenchmarks\n"
-        << "---------------------------------------------------------------------------------------\n"
+        << "---------------------------------------------------------------------------------------"
+           "\n"
         << fmt::format(" {:<58} {:>12} {:>12} {:>9}\n", "measurement", "median[usec]", "p99[usec]",
                        "samples");
     nop_round_trips(client, cq, 200, true);  // warm up
@@ -167,8 +169,9 @@ int run_micro(const MicroOptions& o, std::ostream& out, std::ostream& err) {
       connect(local, remote);
       connect(remote, local);
       write_round_trips(local, remote, 100);
-      row(out, fmt::format("mesh round trip, node {} -> node {} (8 B WRITE)", client.node(),
-                           peer.node()),
+      row(out,
+          fmt::format("mesh round trip, node {} -> node {} (8 B WRITE)", client.node(),
+                      peer.node()),
           summarize(write_round_trips(local, remote, o.iterations)));
     }
     const pid_t pid = client.instance_pid();
@@ -177,9 +180,11 @@ int run_micro(const MicroOptions& o, std::ostream& out, std::ostream& err) {
     std::this_thread::sleep_for(std::chrono::duration<double>(o.idle_seconds));
     const double wall = std::chrono::duration<double>(SteadyClock::now() - t0).count();
     const double used = cpu_seconds(pid) - before;
-    out << fmt::format(" idle instance CPU (pid {}, {:.1f} s)                          : {:.2f} % of a core\n",
-                       pid, wall, 100.0 * used / wall);
-    out << "---------------------------------------------------------------------------------------\n";
+    out << fmt::format(
+        " idle instance CPU (pid {}, {:.1f} s)                          : {:.2f} % of a core\n",
+        pid, wall, 100.0 * used / wall);
+    out << "---------------------------------------------------------------------------------------"
+           "\n";
     return 0;
   } catch (const std::exception& e) {
     err << "ernicctl perf micro: " << e.what() << "\n";

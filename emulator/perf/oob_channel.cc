@@ -27,7 +27,8 @@ OobChannel OobChannel::listen(const std::string& bind, std::uint16_t port) {
   if (inet_pton(AF_INET, bind.c_str(), &addr.sin_addr) != 1 ||
       ::bind(c.listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
       ::listen(c.listen_fd_, 1) != 0) {
-    throw std::runtime_error(fmt::format("Couldn't listen to port {}: {}", port, std::strerror(errno)));
+    throw std::runtime_error(
+        fmt::format("Couldn't listen to port {}: {}", port, std::strerror(errno)));
   }
   return c;
 }
@@ -36,7 +37,8 @@ void OobChannel::accept(std::chrono::seconds timeout) {
   pollfd p{listen_fd_, POLLIN, 0};
   const int n = poll(&p, 1, static_cast<int>(timeout.count() * 1000));
   if (n <= 0) {
-    throw std::runtime_error("No client connected within " + std::to_string(timeout.count()) + " s");
+    throw std::runtime_error("No client connected within " + std::to_string(timeout.count()) +
+                             " s");
   }
   fd_ = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
   if (fd_ < 0) {
@@ -56,9 +58,10 @@ OobChannel OobChannel::connect(const std::string& host, std::uint16_t port) {
   addrinfo* result = nullptr;
   const std::string service = std::to_string(port);
   if (getaddrinfo(host.c_str(), service.c_str(), &hints, &result) != 0 || result == nullptr) {
-    throw std::runtime_error(fmt::format("Couldn't connect to {}:{}\nUnable to open file descriptor "
-                                         "for socket connection Unable to init the socket connection",
-                                         host, port));
+    throw std::runtime_error(
+        fmt::format("Couldn't connect to {}:{}\nUnable to open file descriptor "
+                    "for socket connection Unable to init the socket connection",
+                    host, port));
   }
   // A server that was just started may not listen yet: retry briefly, like a patient client.
   for (int attempt = 0; attempt < 20; ++attempt) {
@@ -74,9 +77,10 @@ OobChannel OobChannel::connect(const std::string& host, std::uint16_t port) {
     usleep(50000);
   }
   freeaddrinfo(result);
-  throw std::runtime_error(fmt::format("Couldn't connect to {}:{}\nUnable to open file descriptor "
-                                       "for socket connection Unable to init the socket connection",
-                                       host, port));
+  throw std::runtime_error(
+      fmt::format("Couldn't connect to {}:{}\nUnable to open file descriptor "
+                  "for socket connection Unable to init the socket connection",
+                  host, port));
 }
 
 OobChannel::OobChannel(OobChannel&& o) noexcept

@@ -88,7 +88,8 @@ void register_perf(CLI::App& app, CommandContext& context) {
       ->required();
   cmd->add_option("server", f->server, "server address: run as the client");
   cmd->add_option("--socket", f->socket, "socket of the instance to attach to")->required();
-  cmd->add_option("--peer-socket", f->peer_socket, "micro: a second instance for the mesh round trip");
+  cmd->add_option("--peer-socket", f->peer_socket,
+                  "micro: a second instance for the mesh round trip");
   cmd->add_option("-s,--size", f->size, "message size");
   cmd->add_flag("-a,--all", f->all_sizes, "all sizes from 2 bytes to 8 MiB");
   cmd->add_option("-n,--iters", f->iterations, "iterations per size (and QP)");

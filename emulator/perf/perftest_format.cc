@@ -11,12 +11,15 @@
 namespace ernic::emu::perf {
 
 std::string test_title(Verb verb, Mode mode) {
-  const char* name = verb == Verb::kSend ? "Send" : verb == Verb::kWrite ? "RDMA_Write" : "RDMA_Read";
+  const char* name = verb == Verb::kSend    ? "Send"
+                     : verb == Verb::kWrite ? "RDMA_Write"
+                                            : "RDMA_Read";
   return fmt::format("{} {} Test", name, mode == Mode::kBandwidth ? "BW" : "Latency");
 }
 
 std::string dashes() {
-  return "---------------------------------------------------------------------------------------\n";
+  return "---------------------------------------------------------------------------------------"
+         "\n";
 }
 
 std::string waiting_banner() {
@@ -85,8 +88,8 @@ std::string bw_row(const BwResult& r, bool gbits) {
   auto scale = [gbits](double bytes_per_second) {
     return gbits ? bytes_per_second * 8 / 1e9 : bytes_per_second / 1048576.0;
   };
-  return fmt::format(" {:<7}    {:<10}       {:<7.2f}            {:<7.2f}\t\t   {:<7.6f}\n", r.bytes,
-                     r.iterations, scale(r.peak_bytes_per_second),
+  return fmt::format(" {:<7}    {:<10}       {:<7.2f}            {:<7.2f}\t\t   {:<7.6f}\n",
+                     r.bytes, r.iterations, scale(r.peak_bytes_per_second),
                      scale(r.average_bytes_per_second), r.message_rate / 1e6);
 }
 
@@ -123,7 +126,8 @@ LatResult summarize_latency(std::uint64_t bytes, std::vector<double> s) {
 
 std::string lat_row(const LatResult& r) {
   return fmt::format(
-      " {:<7} {:<10}    {:<7.2f}        {:<7.2f}      {:<7.2f}  \t       {:<7.2f}     \t{:<7.2f}\t\t{:<7.2f} "
+      " {:<7} {:<10}    {:<7.2f}        {:<7.2f}      {:<7.2f}  \t       {:<7.2f}     "
+      "\t{:<7.2f}\t\t{:<7.2f} "
       "\t\t{:<7.2f}\n",
       r.bytes, r.iterations, r.min, r.max, r.typical, r.average, r.stdev, r.p99, r.p999);
 }

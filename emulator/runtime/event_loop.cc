@@ -21,7 +21,9 @@ EventLoop::EventLoop(std::chrono::microseconds spin) : spin_(spin) {
   }
 }
 
-EventLoop::~EventLoop() { close(epoll_fd_); }
+EventLoop::~EventLoop() {
+  close(epoll_fd_);
+}
 
 void EventLoop::add_fd(int fd, std::uint32_t events, FdHandler handler) {
   epoll_event ev{};
@@ -51,7 +53,9 @@ int EventLoop::add_poller(Poller poller) {
   return id;
 }
 
-void EventLoop::remove_poller(int id) { pollers_.erase(id); }
+void EventLoop::remove_poller(int id) {
+  pollers_.erase(id);
+}
 
 std::uint64_t EventLoop::add_timer(Clock::time_point when, std::function<void()> task) {
   const std::uint64_t id = next_timer_++;
@@ -69,7 +73,9 @@ void EventLoop::set_deadline_source(std::function<std::optional<Clock::time_poin
   on_deadline_ = std::move(on_deadline);
 }
 
-void EventLoop::stop() { stop_ = true; }
+void EventLoop::stop() {
+  stop_ = true;
+}
 
 std::optional<EventLoop::Clock::time_point> EventLoop::next_deadline() const {
   std::optional<Clock::time_point> earliest;

@@ -163,7 +163,7 @@ int run_instance(const InstanceConfig& config) {
   } else {
     MeshConfig mc;
     mc.role = config.backend.kind == Backend::Kind::kTcpManager ? MeshConfig::Role::kManager
-                                                                 : MeshConfig::Role::kWorker;
+                                                                : MeshConfig::Role::kWorker;
     mc.manager_host = config.backend.host;
     mc.port = config.backend.port;
     mc.bind = config.bind;

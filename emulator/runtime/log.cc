@@ -9,12 +9,11 @@
 namespace ernic::emu {
 
 bool parse_log_level(std::string_view text, LogLevel& level) {
-  static constexpr std::pair<std::string_view, LogLevel> kLevels[] = {
-      {"none", LogLevel::kNone},
-      {"error", LogLevel::kError},
-      {"warn", LogLevel::kWarn},
-      {"info", LogLevel::kInfo},
-      {"debug", LogLevel::kDebug}};
+  static constexpr std::pair<std::string_view, LogLevel> kLevels[] = {{"none", LogLevel::kNone},
+                                                                      {"error", LogLevel::kError},
+                                                                      {"warn", LogLevel::kWarn},
+                                                                      {"info", LogLevel::kInfo},
+                                                                      {"debug", LogLevel::kDebug}};
   for (const auto& [name, value] : kLevels) {
     if (text == name) {
       level = value;
