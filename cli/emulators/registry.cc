@@ -29,6 +29,7 @@ EmulatorKind& no_emulator() {
 const std::vector<EmulatorKind*>& all_emulator_kinds() {
   static const std::vector<EmulatorKind*> kinds = {
       &no_emulator(),
+      &embedded_emulator(),
 
   };
   return kinds;
