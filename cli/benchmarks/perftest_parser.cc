@@ -281,6 +281,10 @@ void assign_sides_in_group(std::vector<TableState*>& group) {
   // server prints. The server of write and read tests prints only the last size of a sweep;
   // the receiving side of send tests does not measure the peak.
   set_all(PerftestSide::kServer);
+  if (group.size() != 2) {
+    group.front()->table.side = PerftestSide::kClient;  // several pairs merged: keep the order
+    return;
+  }
   auto sizes = [](const PerftestTable& table) {
     std::set<std::uint64_t> result;
     for (const auto& row : table.rows) {
@@ -406,12 +410,11 @@ class Parser {
   // The first table still waiting for rows (several when merged streams printed their
   // headers back to back).
   TableState* filling_table() {
-    for (TableState& state : tables_) {
-      if (!state.table.closed) {
-        return &state;
-      }
+    // Tables close in the order they opened, so the first open one only moves forward.
+    while (first_open_ < tables_.size() && tables_[first_open_].table.closed) {
+      ++first_open_;
     }
-    return nullptr;
+    return first_open_ < tables_.size() ? &tables_[first_open_] : nullptr;
   }
 
   void close_filling_table() {
@@ -542,6 +545,7 @@ class Parser {
   std::vector<TableState> tables_;
   std::vector<std::string> titles_;
   std::size_t next_title_ = 0;
+  std::size_t first_open_ = 0;
   std::vector<std::string> errors_;
   std::set<std::string> hints_;
   std::string problem_;
