@@ -26,8 +26,8 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
   std::string lowered(word);
   std::transform(lowered.begin(), lowered.end(), lowered.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  // Allow about one typo per three characters, and at least one.
-  int limit = std::max(1, static_cast<int>(word.size()) / 3);
+  // Allow about one typo per three characters; one in words of four or more.
+  int limit = std::max(word.size() >= 4 ? 1 : 0, static_cast<int>(word.size()) / 3);
   std::string best;
   int best_distance = limit + 1;
   for (const auto& candidate : candidates) {

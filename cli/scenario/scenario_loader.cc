@@ -163,9 +163,11 @@ ObjectSchema top_level_schema() {
        .default_text = "local"},
       // hosts, setup and benchmarks are checked entry by entry against the provider's, step's
       // and tool's own schema; these describe only the outer shape.
-      {.name = "hosts", .kind = ValueKind::kList, .required = true, .element = ValueKind::kString},
-      {.name = "setup", .kind = ValueKind::kList, .element = ValueKind::kString},
-      {.name = "benchmarks", .kind = ValueKind::kList, .required = true, .element = ValueKind::kString},
+      {.name = "hosts", .kind = ValueKind::kList, .description = "Hosts, each named, with a provider",
+       .required = true},
+      {.name = "setup", .kind = ValueKind::kList, .description = "Setup steps, in order"},
+      {.name = "benchmarks", .kind = ValueKind::kList, .description = "Benchmarks; matrix parameters expand into points",
+       .required = true},
       {.name = "emulator", .kind = ValueKind::kObject, .object = object(emulator)},
       {.name = "history", .kind = ValueKind::kObject, .object = object(history)},
       {.name = "ab_pairs", .kind = ValueKind::kList, .object = object(ab_pair)},
@@ -225,17 +227,20 @@ void apply_override(YAML::Node root, const std::string& assignment, Diagnostics&
     bool last = i + 1 == keys.size();
     if (node.IsSequence()) {
       YAML::Node item;
+      bool found = false;
       bool is_index = !key.empty() && std::all_of(key.begin(), key.end(), ::isdigit);
       if (is_index && std::stoul(key) < node.size()) {
         item = node[std::stoul(key)];
+        found = true;
       } else {
         for (std::size_t j = 0; j < node.size(); ++j) {
           if (node[j].IsMap() && node[j]["name"] && node[j]["name"].Scalar() == key) {
             item = node[j];
+            found = true;
           }
         }
       }
-      if (!item) {
+      if (!found) {
         fail(path, fmt::format("no list item '{}' (give an index or an item's name)", key));
         return;
       }
@@ -282,15 +287,19 @@ void check_entries(const YAML::Node& root, const std::string& file, Diagnostics&
       }
       HostProvider* provider = find_host_provider(scalar(host["provider"]));
       if (provider == nullptr) {
-        // Validate against the generic shape so the provider error carries suggestions.
+        // Without a known provider, check the keys every host has, so typos get suggestions.
         ObjectSchema generic;
         generic.fields = {kNameField,
-                          {.name = "provider", .kind = ValueKind::kEnum, .required = true, .enum_values = provider_names()}};
-        if (host["provider"]) {
-          validate_field(host["provider"], generic.fields[1], file, path + ".provider", out);
-        } else {
-          out.push_back(diagnostic_at(host, file, path, "missing required key 'provider'"));
+                          {.name = "provider", .kind = ValueKind::kEnum, .required = true, .enum_values = provider_names()},
+                          {.name = "address", .kind = ValueKind::kIpv4}};
+        for (const auto* any : all_host_providers()) {
+          for (const auto& field : any->host_schema().fields) {
+            if (!generic.find(field.name)) {
+              generic.fields.push_back(field);
+            }
+          }
         }
+        validate(host, generic, file, path, out);
         continue;
       }
       validate(host, host_schema_for(*provider), file, path, out);

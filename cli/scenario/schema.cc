@@ -238,7 +238,7 @@ void validate_field(const YAML::Node& node, const FieldSchema& field, const std:
           out.push_back(diagnostic_at(
               node[i], file, item_path,
               fmt::format("expected a mapping, found {}", describe_found(node[i]))));
-        } else {
+        } else if (field.object) {  // without one, the caller checks items itself
           validate(node[i], *field.object, file, item_path, out);
         }
       } else if (auto message = check_scalar(node[i], field, field.element); !message.empty()) {
@@ -376,7 +376,8 @@ nlohmann::json field_schema(const FieldSchema& field) {
     schema = to_json_schema(*field.object);
   } else if (field.kind == ValueKind::kList) {
     schema = {{"type", "array"},
-              {"items", field.element == ValueKind::kObject ? to_json_schema(*field.object)
+              {"items", field.element == ValueKind::kObject
+                            ? (field.object ? to_json_schema(*field.object) : nlohmann::json::object())
                                                             : scalar_schema(field, field.element)}};
   } else if (field.kind == ValueKind::kStringMap) {
     schema = {{"type", "object"},
