@@ -187,6 +187,20 @@ TEST_CASE("perftest module: latency point; the read server prints no table", "[p
   CHECK(outcome.metrics.count("bw_avg_GBs") == 0);
 }
 
+TEST_CASE("perftest module: a latency table in cycles is not reported as microseconds",
+          "[perftest][module]") {
+  PointFixture f;
+  f.param("verb", "send").param("mode", "lat").param("size", "64");
+  std::string text = read_sample("ib_send_lat_s64.client.txt");
+  for (auto at = text.find("[usec]"); at != std::string::npos; at = text.find("[usec]", at)) {
+    text.replace(at, 6, "[cycles]");
+  }
+  ParseOutcome outcome = perftest().parse(nullptr, exited(0, text), f.point);
+  CHECK_FALSE(outcome.ok);
+  CHECK(outcome.metrics.empty());
+  CHECK(outcome.error == "cannot convert the client's 'cycles' unit to microseconds");
+}
+
 TEST_CASE("perftest module: failures carry their reason", "[perftest][module]") {
   PointFixture f;
   f.param("verb", "write").param("mode", "bw").param("size", "65536");
