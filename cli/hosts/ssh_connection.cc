@@ -149,8 +149,8 @@ class HopSetup {
       ssh_options_set(s, SSH_OPTIONS_FD, &socket);
     }
     if (ssh_connect(s) != SSH_OK) {
-      throw SshError(fmt::format("{}: {}", who_,
-                                 connect_failure(ssh_get_error(s), options_.connect_timeout)));
+      throw SshError(
+          fmt::format("{}: {}", who_, connect_failure(ssh_get_error(s), options_.connect_timeout)));
     }
     verify_host_key(s);
     authenticate(s);
@@ -164,9 +164,9 @@ class HopSetup {
 
   void verify_host_key(ssh_session s) {
     if (options_.host_key_policy == HostKeyPolicy::kIgnore) {
-      std::string message = fmt::format(
-          "warning: {}: host key ({}) NOT verified because host_key_policy is ignore", who_,
-          server_key_fingerprint(s));
+      std::string message =
+          fmt::format("warning: {}: host key ({}) NOT verified because host_key_policy is ignore",
+                      who_, server_key_fingerprint(s));
       if (options_.warn) {
         options_.warn(message);
       } else {
@@ -191,11 +191,11 @@ class HopSetup {
       case SSH_KNOWN_HOSTS_NOT_FOUND:
       case SSH_KNOWN_HOSTS_UNKNOWN:
         if (options_.host_key_policy == HostKeyPolicy::kStrict) {
-          throw SshError(fmt::format(
-              "{}: host key ({}) is not in {} and host_key_policy is strict; add it "
-              "(ssh-keyscan -p {} {} >> {}) or set host_key_policy: accept-new",
-              who_, server_key_fingerprint(s), known_hosts(), endpoint_.port, endpoint_.host,
-              known_hosts()));
+          throw SshError(
+              fmt::format("{}: host key ({}) is not in {} and host_key_policy is strict; add it "
+                          "(ssh-keyscan -p {} {} >> {}) or set host_key_policy: accept-new",
+                          who_, server_key_fingerprint(s), known_hosts(), endpoint_.port,
+                          endpoint_.host, known_hosts()));
         }
         accept_new_key(s);
         return;
@@ -222,20 +222,19 @@ class HopSetup {
       ssh_key key = nullptr;
       if (ssh_pki_import_privkey_file(endpoint_.key.c_str(), nullptr, nullptr, nullptr, &key) !=
           SSH_OK) {
-        throw SshError(fmt::format(
-            "{}: cannot read the private key {} (missing, unreadable or protected by a "
-            "passphrase; use the agent for those)",
-            who_, endpoint_.key.string()));
+        throw SshError(
+            fmt::format("{}: cannot read the private key {} (missing, unreadable or protected by a "
+                        "passphrase; use the agent for those)",
+                        who_, endpoint_.key.string()));
       }
       int rc = ssh_userauth_publickey(s, nullptr, key);
       ssh_key_free(key);
       if (rc == SSH_AUTH_SUCCESS) {
         return;
       }
-      throw SshError(fmt::format("{}: authentication failed for user {} with key {}{}", who_,
-                                 user, endpoint_.key.string(),
-                                 rc == SSH_AUTH_ERROR ? std::string(": ") + ssh_get_error(s)
-                                                      : std::string()));
+      throw SshError(fmt::format(
+          "{}: authentication failed for user {} with key {}{}", who_, user, endpoint_.key.string(),
+          rc == SSH_AUTH_ERROR ? std::string(": ") + ssh_get_error(s) : std::string()));
     }
     std::string tried;
     if (std::getenv("SSH_AUTH_SOCK") != nullptr) {
@@ -327,8 +326,7 @@ std::string wrap_command(const CommandSpec& spec) {
   if (spec.argv.empty()) {
     throw SshError("empty command");
   }
-  std::string line =
-      R"(exec /bin/sh -c 'printf "ernic-pid:%s\n" "$$" >&2; exec "$@"' ernic)";
+  std::string line = R"(exec /bin/sh -c 'printf "ernic-pid:%s\n" "$$" >&2; exec "$@"' ernic)";
   if (!spec.env.empty()) {
     line += " env";
     for (const auto& [key, value] : spec.env) {
@@ -572,8 +570,8 @@ std::shared_ptr<SshExecChannel> SshConnection::exec(const std::string& command, 
       bool no_answer = Clock::now() - started >= limit - std::chrono::milliseconds(20);
       set_timeout(session_, options_.connect_timeout);
       if (no_answer) {
-        lose_locked(fmt::format("{}: the host did not answer within {}", who(),
-                                seconds_text(limit)));
+        lose_locked(
+            fmt::format("{}: the host did not answer within {}", who(), seconds_text(limit)));
         return SshError(lost_);
       }
       if ((ssh_get_status(session_) & (SSH_CLOSED | SSH_CLOSED_ERROR)) != 0) {
@@ -628,8 +626,8 @@ void SshConnection::write(SshExecChannel& channel, std::string_view data, bool l
       auto chunk = static_cast<uint32_t>(std::min<std::size_t>(data.size(), 65536));
       int written = ssh_channel_write(channel.channel_, data.data(), chunk);
       if (written == SSH_ERROR) {
-        throw SshError(fmt::format("{}: cannot write to the command: {}", who(),
-                                   ssh_get_error(session_)));
+        throw SshError(
+            fmt::format("{}: cannot write to the command: {}", who(), ssh_get_error(session_)));
       }
       data.remove_prefix(static_cast<std::size_t>(written));
     }
@@ -661,7 +659,9 @@ SshExecChannel::SshExecChannel(std::shared_ptr<SshConnection> connection, Output
                                bool announces_pid)
     : connection_(std::move(connection)), sink_(sink), announces_pid_(announces_pid) {}
 
-SshExecChannel::~SshExecChannel() { connection_->release(*this); }
+SshExecChannel::~SshExecChannel() {
+  connection_->release(*this);
+}
 
 void SshExecChannel::on_data(std::string_view data, bool is_stderr) {
   if (is_stderr && announces_pid_ && !pid_line_done_) {
@@ -767,7 +767,8 @@ bool SshExecChannel::wait_for_line(const std::regex& pattern, Clock::time_point 
     if (closed_) {
       return false;
     }
-    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && Clock::now() >= deadline) {
+    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout &&
+        Clock::now() >= deadline) {
       return false;
     }
   }

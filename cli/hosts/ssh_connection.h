@@ -100,8 +100,7 @@ class SshExecChannel {
  private:
   friend class SshConnection;
   friend struct SshChannelCallbacks;
-  SshExecChannel(std::shared_ptr<SshConnection> connection, OutputSink* sink,
-                 bool announces_pid);
+  SshExecChannel(std::shared_ptr<SshConnection> connection, OutputSink* sink, bool announces_pid);
 
   void on_data(std::string_view data, bool is_stderr);
   void on_exit_status(int status);
@@ -139,8 +138,7 @@ class SshConnection : public std::enable_shared_from_this<SshConnection> {
   // `announces_pid`: the command's first stderr line is "ernic-pid:N" (see wrap_command) and is
   // not passed on. Throws SshError when the channel cannot be opened.
   std::shared_ptr<SshExecChannel> exec(const std::string& command, OutputSink* sink,
-                                       bool announces_pid,
-                                       std::chrono::milliseconds timeout = {});
+                                       bool announces_pid, std::chrono::milliseconds timeout = {});
 
   // Empty while usable; otherwise why the connection is gone.
   std::string lost_reason();

@@ -15,7 +15,9 @@ constexpr std::chrono::milliseconds kTimeoutGrace{1000};
 // How long a killed command gets to close its channel before we stop waiting for it.
 constexpr std::chrono::milliseconds kAfterKill{3000};
 
-std::string to_text(std::chrono::nanoseconds duration) { return format_duration(duration); }
+std::string to_text(std::chrono::nanoseconds duration) {
+  return format_duration(duration);
+}
 
 class SshRunningCommand : public RunningCommand {
  public:
@@ -89,8 +91,8 @@ class SshRunningCommand : public RunningCommand {
         "2>/dev/null; true' ernic {1}",
         name, pid);
     try {
-      auto killer = connection_->exec(command, nullptr, false,
-                                      connection_->options().alive_timeout);
+      auto killer =
+          connection_->exec(command, nullptr, false, connection_->options().alive_timeout);
       killer->wait_closed(Clock::now() + connection_->options().alive_timeout);
     } catch (const SshError&) {
       // A lost connection ends the command's channel too; wait() reports it.
@@ -177,8 +179,8 @@ void SshHost::upload(std::string_view content, const std::string& path, int mode
       shell_quote(path), mode);
   auto channel = connection_->exec(command, nullptr, false);
   channel->write(content, true);
-  auto limit = std::max<std::chrono::milliseconds>(options_.connect_timeout,
-                                                   std::chrono::seconds(60));
+  auto limit =
+      std::max<std::chrono::milliseconds>(options_.connect_timeout, std::chrono::seconds(60));
   bool closed = channel->wait_closed(Clock::now() + limit);
   SshExecChannel::Outcome outcome = channel->outcome();
   if (!closed) {
@@ -194,18 +196,17 @@ void SshHost::upload(std::string_view content, const std::string& path, int mode
     while (!error.empty() && error.back() == '\n') {
       error.pop_back();
     }
-    throw SshError(fmt::format("{}: upload to {} failed: {}", connection_->who(), path,
-                               error.empty() ? "exit status " +
-                                                   std::to_string(outcome.exit_status.value_or(-1))
-                                             : error));
+    throw SshError(fmt::format(
+        "{}: upload to {} failed: {}", connection_->who(), path,
+        error.empty() ? "exit status " + std::to_string(outcome.exit_status.value_or(-1)) : error));
   }
 }
 
 bool SshHost::is_listening(std::uint16_t port) {
-  CommandResult result = run(
-      CommandSpec{{"/bin/sh", "-c", "cat /proc/net/tcp /proc/net/tcp6 2>/dev/null"},
-                  options_.connect_timeout,
-                  {}});
+  CommandResult result =
+      run(CommandSpec{{"/bin/sh", "-c", "cat /proc/net/tcp /proc/net/tcp6 2>/dev/null"},
+                      options_.connect_timeout,
+                      {}});
   return proc_net_tcp_listens(result.out, port);
 }
 

@@ -27,8 +27,8 @@ std::shared_ptr<const ObjectSchema> endpoint_schema(bool jump) {
              "through it"
            : "How to log in to the host over SSH";
   FieldSchema host = field("host", ValueKind::kString,
-                   jump ? "Jump host name or address"
-                        : "Name or address to connect to; defaults to the host's address");
+                           jump ? "Jump host name or address"
+                                : "Name or address to connect to; defaults to the host's address");
   host.required = jump;
   FieldSchema port = field("port", ValueKind::kInteger, "TCP port of sshd");
   port.minimum = 1;
@@ -37,7 +37,7 @@ std::shared_ptr<const ObjectSchema> endpoint_schema(bool jump) {
   FieldSchema user = field("user", ValueKind::kString, "User to log in as");
   user.default_text = "the local user";
   FieldSchema key = field("key", ValueKind::kString,
-                  "Private key file; without it the SSH agent, then ~/.ssh/id_* are tried");
+                          "Private key file; without it the SSH agent, then ~/.ssh/id_* are tried");
   schema->fields = {host, port, user, key};
   return schema;
 }
@@ -46,31 +46,33 @@ const ObjectSchema& build_host_schema() {
   static const ObjectSchema schema = [] {
     auto ssh = std::make_shared<ObjectSchema>(*endpoint_schema(false));
     FieldSchema known_hosts = field("known_hosts", ValueKind::kString,
-                            "known_hosts file the host key is verified against");
+                                    "known_hosts file the host key is verified against");
     known_hosts.default_text = "~/.ssh/known_hosts";
-    FieldSchema policy = field("host_key_policy", ValueKind::kEnum,
-                       "strict: the key must be in known_hosts; accept-new: unknown keys are "
-                       "added, changed keys refused; ignore: no verification (prints a warning)");
+    FieldSchema policy =
+        field("host_key_policy", ValueKind::kEnum,
+              "strict: the key must be in known_hosts; accept-new: unknown keys are "
+              "added, changed keys refused; ignore: no verification (prints a warning)");
     policy.enum_values = {"strict", "accept-new", "ignore"};
     policy.default_text = "strict";
     FieldSchema jump = field("jump", ValueKind::kObject, "Reach the host through this jump host");
     jump.object = endpoint_schema(true);
     FieldSchema connect_timeout = field("connect_timeout", ValueKind::kDuration,
-                                "Limit for connecting, key exchange and authentication");
+                                        "Limit for connecting, key exchange and authentication");
     connect_timeout.default_text = "10s";
     FieldSchema keepalive = field("keepalive", ValueKind::kDuration,
-                          "Interval of SSH and TCP keepalives; 0 turns them off");
+                                  "Interval of SSH and TCP keepalives; 0 turns them off");
     keepalive.default_text = "5s";
-    FieldSchema alive_timeout = field("alive_timeout", ValueKind::kDuration,
-                              "A host that does not run `true` within this is declared gone "
-                              "and the run stops");
+    FieldSchema alive_timeout =
+        field("alive_timeout", ValueKind::kDuration,
+              "A host that does not run `true` within this is declared gone "
+              "and the run stops");
     alive_timeout.default_text = "5s";
     ssh->fields.insert(ssh->fields.end(),
                        {known_hosts, policy, jump, connect_timeout, keepalive, alive_timeout});
     FieldSchema ssh_field = field("ssh", ValueKind::kObject, "SSH connection settings");
     ssh_field.object = ssh;
     FieldSchema facts = field("facts", ValueKind::kStringMap,
-                      "Facts known in advance, e.g. sysfs_root, rdma_device, gid_index");
+                              "Facts known in advance, e.g. sysfs_root, rdma_device, gid_index");
     return ObjectSchema{"A machine or guest that already exists, reached over SSH",
                         {ssh_field, facts}};
   }();
@@ -176,7 +178,9 @@ std::string_view SshProvider::description() const {
          "authentication, known_hosts verification, optional jump host";
 }
 
-const ObjectSchema& SshProvider::host_schema() const { return build_host_schema(); }
+const ObjectSchema& SshProvider::host_schema() const {
+  return build_host_schema();
+}
 
 void SshProvider::check(const std::vector<HostSpec>& hosts, const YAML::Node& /*scenario*/,
                         const std::string& file, Diagnostics& out) const {
@@ -231,8 +235,8 @@ std::vector<std::unique_ptr<Host>> SshProvider::create(const std::vector<HostSpe
     for (std::size_t i = 0; i < hosts.size(); ++i) {
       workers.emplace_back([&, i] {
         try {
-          std::string address = hosts[i].address.empty() ? options[i].target.host
-                                                          : hosts[i].address;
+          std::string address =
+              hosts[i].address.empty() ? options[i].target.host : hosts[i].address;
           created[i] = std::make_unique<SshHost>(hosts[i].name, address, options[i]);
         } catch (const std::exception& error) {
           errors[i] = error.what();

@@ -79,10 +79,11 @@ TEST_CASE("ssh host runs a command and reports stdout, stderr and exit status", 
   SshdInNamespace server;
   SshHost host = server.connect();
   RecordingSink sink;
-  CommandResult result = host.run(
-      CommandSpec{{"sh", "-c", "echo out-$GREETING; echo err-line >&2; exit 3"}, 10s,
-                  {{"GREETING", "hello world"}}},
-      &sink);
+  CommandResult result =
+      host.run(CommandSpec{{"sh", "-c", "echo out-$GREETING; echo err-line >&2; exit 3"},
+                           10s,
+                           {{"GREETING", "hello world"}}},
+               &sink);
   CHECK(result.exit_code == 3);
   CHECK(result.term_signal == 0);
   CHECK_FALSE(result.timed_out);
@@ -105,8 +106,8 @@ TEST_CASE("ssh host streams output before the command ends", "[ssh]") {
   SshdInNamespace server;
   SshHost host = server.connect();
   RecordingSink sink;
-  auto command = host.start(
-      CommandSpec{{"sh", "-c", "echo server-ready; sleep 30"}, 0ms, {}}, &sink);
+  auto command =
+      host.start(CommandSpec{{"sh", "-c", "echo server-ready; sleep 30"}, 0ms, {}}, &sink);
   auto started = Clock::now();
   REQUIRE(command->wait_for_output(std::regex("server-ready"), Clock::now() + 5s));
   CHECK(seconds_since(started) < 3.0);
@@ -215,8 +216,7 @@ TEST_CASE("ssh host key verification", "[ssh]") {
     options.known_hosts = known;
     for (HostKeyPolicy policy : {HostKeyPolicy::kStrict, HostKeyPolicy::kAcceptNew}) {
       options.host_key_policy = policy;
-      std::string error =
-          error_of([&] { SshHost("g1", server.ns.inside_address(), options); });
+      std::string error = error_of([&] { SshHost("g1", server.ns.inside_address(), options); });
       CHECK(error.find("host key mismatch") != std::string::npos);
       CHECK(error.find("g1") != std::string::npos);
       CHECK(error.find(known) != std::string::npos);
@@ -329,8 +329,8 @@ TEST_CASE("ssh host runs commands from several threads in parallel", "[ssh]") {
           std::string begin, echoed, end;
           lines >> begin >> echoed >> end;
           if (!result.ok() || echoed != word || end.empty()) {
-            failures[t] = word + ": " + result.describe() + " out=" + result.out +
-                          " err=" + result.err;
+            failures[t] =
+                word + ": " + result.describe() + " out=" + result.out + " err=" + result.err;
             continue;
           }
           intervals[t * kRounds + round] = {std::stoll(begin), std::stoll(end)};
@@ -344,8 +344,8 @@ TEST_CASE("ssh host runs commands from several threads in parallel", "[ssh]") {
   int overlapping_pairs = 0;
   for (std::size_t i = 0; i < intervals.size(); ++i) {
     for (std::size_t j = i + 1; j < intervals.size(); ++j) {
-      overlapping_pairs += intervals[i].first < intervals[j].second &&
-                           intervals[j].first < intervals[i].second;
+      overlapping_pairs +=
+          intervals[i].first < intervals[j].second && intervals[j].first < intervals[i].second;
     }
   }
   CHECK(overlapping_pairs >= kThreads / 2);
@@ -405,8 +405,8 @@ TEST_CASE("a jump host tunnels the connection", "[ssh]") {
   } cleanup{target_ns};
   testing::run_checked({"ip", "link", "add", veth_a, "netns", jump.ns.name(), "type", "veth",
                         "peer", "name", veth_b, "netns", target_ns});
-  testing::run_checked({"ip", "-n", jump.ns.name(), "addr", "add", "192.168.251.1/24", "dev",
-                        veth_a});
+  testing::run_checked(
+      {"ip", "-n", jump.ns.name(), "addr", "add", "192.168.251.1/24", "dev", veth_a});
   testing::run_checked({"ip", "-n", jump.ns.name(), "link", "set", veth_a, "up"});
   testing::run_checked({"ip", "-n", target_ns, "addr", "add", "192.168.251.2/24", "dev", veth_b});
   testing::run_checked({"ip", "-n", target_ns, "link", "set", veth_b, "up"});

@@ -197,7 +197,9 @@ TestNamespace::~TestNamespace() {
   run_program({"ip", "netns", "del", name_});
 }
 
-std::string TestNamespace::unused_address() const { return subnet_ + "77"; }
+std::string TestNamespace::unused_address() const {
+  return subnet_ + "77";
+}
 
 int TestNamespace::exec(const std::vector<std::string>& argv, std::string* output) const {
   std::vector<std::string> full{"ip", "netns", "exec", name_};
@@ -212,9 +214,9 @@ SshdServer::SshdServer(SshdOptions options) : options_(std::move(options)) {
   }
   directory_ = pattern;
   try {
-    port_ = options_.port != 0           ? options_.port
-            : !options_.netns.empty()    ? 22
-                                         : free_port(options_.listen_address);
+    port_ = options_.port != 0        ? options_.port
+            : !options_.netns.empty() ? 22
+                                      : free_port(options_.listen_address);
     // sshd insists on its privilege separation directory.
     std::filesystem::create_directories("/run/sshd");
     run_checked({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ernic-test-host", "-f",
@@ -235,9 +237,10 @@ SshdServer::SshdServer(SshdOptions options) : options_(std::move(options)) {
     if (!options_.netns.empty()) {
       argv = {"ip", "netns", "exec", options_.netns};
     }
-    argv.insert(argv.end(), {"/usr/sbin/sshd", "-D", "-e", "-f", (directory_ / "sshd_config").string()});
-    int log_fd = open((directory_ / "sshd.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                      0600);
+    argv.insert(argv.end(),
+                {"/usr/sbin/sshd", "-D", "-e", "-f", (directory_ / "sshd_config").string()});
+    int log_fd =
+        open((directory_ / "sshd.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     pid_ = spawn(argv, log_fd);
     close(log_fd);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -360,7 +363,9 @@ void SshdServer::stop() {
   }
 }
 
-SshdServer::~SshdServer() { stop(); }
+SshdServer::~SshdServer() {
+  stop();
+}
 
 bool process_running(const std::vector<std::string>& argv) {
   std::string wanted;
