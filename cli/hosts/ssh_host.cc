@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <sstream>
 
+#include "common/interrupt.h"
 #include "common/units.h"
+#include "hosts/local_host.h"
 
 namespace ernic {
 namespace {
@@ -14,6 +16,8 @@ namespace {
 constexpr std::chrono::milliseconds kTimeoutGrace{1000};
 // How long a killed command gets to close its channel before we stop waiting for it.
 constexpr std::chrono::milliseconds kAfterKill{3000};
+// How often a waiting command looks at Ctrl-C.
+constexpr std::chrono::milliseconds kInterruptPoll{100};
 
 std::string to_text(std::chrono::nanoseconds duration) {
   return format_duration(duration);
@@ -38,7 +42,16 @@ class SshRunningCommand : public RunningCommand {
   }
 
   bool wait_for_output(const std::regex& pattern, Clock::time_point deadline) override {
-    return channel_->wait_for_line(pattern, std::min(deadline, own_deadline()));
+    Clock::time_point limit = std::min(deadline, own_deadline());
+    for (;;) {
+      Clock::time_point slice = std::min(limit, Clock::now() + kInterruptPoll);
+      if (channel_->wait_for_line(pattern, slice)) {
+        return true;
+      }
+      if (Interrupt::requested() || channel_->closed() || Clock::now() >= limit) {
+        return false;
+      }
+    }
   }
 
   bool running() override { return !channel_->closed(); }
@@ -48,11 +61,21 @@ class SshRunningCommand : public RunningCommand {
       return *result_;
     }
     Clock::time_point limit = std::min(deadline, own_deadline());
-    if (channel_->wait_closed(limit)) {
-      return finish(false);
+    for (;;) {
+      if (channel_->wait_closed(std::min(limit, Clock::now() + kInterruptPoll))) {
+        return finish(false);
+      }
+      if (Interrupt::requested()) {
+        interrupted_ = true;
+        // After a second Ctrl-C, no grace.
+        terminate(Interrupt::count() > 1 ? std::chrono::milliseconds(0) : kTimeoutGrace);
+        return finish(false);
+      }
+      if (Clock::now() >= limit) {
+        terminate(kTimeoutGrace);
+        return finish(true);
+      }
     }
-    terminate(kTimeoutGrace);
-    return finish(true);
   }
 
   CommandResult stop(std::chrono::milliseconds grace) override {
@@ -105,6 +128,7 @@ class SshRunningCommand : public RunningCommand {
     result.out = std::move(outcome.out);
     result.err = std::move(outcome.err);
     result.timed_out = timed_out;
+    result.interrupted = interrupted_;
     result.term_signal = outcome.exit_signal;
     result.exit_code = outcome.exit_status.value_or(-1);
     if (!outcome.lost.empty()) {
@@ -126,30 +150,10 @@ class SshRunningCommand : public RunningCommand {
   Clock::time_point started_;
   std::shared_ptr<SshExecChannel> channel_;
   std::optional<CommandResult> result_;
+  bool interrupted_ = false;
 };
 
 }  // namespace
-
-bool proc_net_tcp_listens(std::string_view proc_net_tcp, std::uint16_t port) {
-  std::istringstream lines{std::string(proc_net_tcp)};
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::istringstream fields(line);
-    std::string slot, local, remote, state;
-    if (!(fields >> slot >> local >> remote >> state) || slot == "sl") {
-      continue;
-    }
-    std::size_t colon = local.rfind(':');
-    if (colon == std::string::npos || state != "0A") {  // 0A is TCP_LISTEN
-      continue;
-    }
-    unsigned long local_port = std::strtoul(local.c_str() + colon + 1, nullptr, 16);
-    if (local_port == port) {
-      return true;
-    }
-  }
-  return false;
-}
 
 SshHost::SshHost(std::string name, std::string address, SshConnectOptions options)
     : name_(std::move(name)), address_(std::move(address)), options_(std::move(options)) {

@@ -42,7 +42,4 @@ class SshHost : public Host {
   std::shared_ptr<SshConnection> connection_;
 };
 
-// Whether a TCP socket on `port` is in LISTEN state in /proc/net/tcp{,6} text.
-bool proc_net_tcp_listens(std::string_view proc_net_tcp, std::uint16_t port);
-
 }  // namespace ernic

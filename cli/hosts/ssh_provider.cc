@@ -8,6 +8,7 @@
 
 #include "common/units.h"
 #include "hosts/ssh_host.h"
+#include "run/status.h"
 
 namespace ernic {
 namespace {
@@ -182,6 +183,19 @@ const ObjectSchema& SshProvider::host_schema() const {
   return build_host_schema();
 }
 
+std::vector<std::string> SshProvider::planned_addresses(const std::vector<HostSpec>& hosts,
+                                                        const YAML::Node& /*scenario*/) const {
+  std::vector<std::string> addresses;
+  for (const HostSpec& spec : hosts) {
+    std::string address = spec.address;
+    if (address.empty() && spec.config && spec.config["ssh"] && spec.config["ssh"]["host"]) {
+      address = spec.config["ssh"]["host"].Scalar();
+    }
+    addresses.push_back(address);
+  }
+  return addresses;
+}
+
 void SshProvider::check(const std::vector<HostSpec>& hosts, const YAML::Node& /*scenario*/,
                         const std::string& file, Diagnostics& out) const {
   for (const HostSpec& spec : hosts) {
@@ -221,11 +235,16 @@ std::vector<std::string> SshProvider::describe(const std::vector<HostSpec>& host
 }
 
 std::vector<std::unique_ptr<Host>> SshProvider::create(const std::vector<HostSpec>& hosts,
-                                                       ProviderContext& /*context*/) {
+                                                       ProviderContext& context) {
   std::vector<SshConnectOptions> options;
   options.reserve(hosts.size());
   for (const HostSpec& spec : hosts) {
     options.push_back(ssh_options_from_spec(spec));
+    if (context.status != nullptr) {
+      options.back().warn = [status = context.status](const std::string& message) {
+        status->warning(message);
+      };
+    }
   }
   std::vector<std::unique_ptr<Host>> created(hosts.size());
   std::vector<std::string> errors(hosts.size());

@@ -17,6 +17,8 @@ class SshProvider : public HostProvider {
   std::string_view name() const override { return "ssh"; }
   std::string_view description() const override;
   const ObjectSchema& host_schema() const override;
+  std::vector<std::string> planned_addresses(const std::vector<HostSpec>& hosts,
+                                             const YAML::Node& scenario) const override;
   void check(const std::vector<HostSpec>& hosts, const YAML::Node& scenario,
              const std::string& file, Diagnostics& out) const override;
   std::vector<std::string> describe(const std::vector<HostSpec>& hosts,

@@ -17,7 +17,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "hosts/ssh_host.h"
+#include "hosts/local_host.h"
 
 extern char** environ;
 
