@@ -453,6 +453,9 @@ void SshConnection::connect() {
   if (!options_.jump) {
     enable_tcp_keepalive(ssh_get_fd(session.get()), options_.keepalive);
   }
+  // From here on every blocking call (opening a channel, writing, closing) is bounded by
+  // alive_timeout: a live host answers those in milliseconds.
+  set_timeout(session.get(), options_.alive_timeout);
   event_ = ssh_event_new();
   if (event_ == nullptr || ssh_event_add_session(event_, session.get()) != SSH_OK) {
     throw SshError(who() + ": cannot set up packet processing");
@@ -557,7 +560,7 @@ std::shared_ptr<SshExecChannel> SshConnection::exec(const std::string& command, 
                                                     std::chrono::milliseconds timeout) {
   std::shared_ptr<SshExecChannel> channel(
       new SshExecChannel(shared_from_this(), sink, announces_pid));
-  std::chrono::milliseconds limit = timeout.count() > 0 ? timeout : options_.connect_timeout;
+  std::chrono::milliseconds limit = timeout.count() > 0 ? timeout : options_.alive_timeout;
   {
     std::lock_guard lock(mutex_);
     if (!lost_.empty()) {
@@ -568,7 +571,7 @@ std::shared_ptr<SshExecChannel> SshConnection::exec(const std::string& command, 
     auto fail = [&](const char* what) {
       std::string error = ssh_get_error(session_);
       bool no_answer = Clock::now() - started >= limit - std::chrono::milliseconds(20);
-      set_timeout(session_, options_.connect_timeout);
+      set_timeout(session_, options_.alive_timeout);
       if (no_answer) {
         lose_locked(
             fmt::format("{}: the host did not answer within {}", who(), seconds_text(limit)));
@@ -607,7 +610,7 @@ std::shared_ptr<SshExecChannel> SshConnection::exec(const std::string& command, 
       channel->channel_ = nullptr;
       throw error;
     }
-    set_timeout(session_, options_.connect_timeout);
+    set_timeout(session_, options_.alive_timeout);
   }
   wake();
   return channel;

@@ -57,8 +57,8 @@ struct SshConnectOptions {
   std::chrono::milliseconds connect_timeout{10000};
   // Interval of SSH-level keepalives and of the TCP keepalive probes; zero disables both.
   std::chrono::milliseconds keepalive{5000};
-  // Bound of check_alive(): a host that does not open a channel and run `true` within it is
-  // declared gone.
+  // Bound of check_alive() and of every protocol exchange on the open session (opening a
+  // channel, writing to one): a host that does not answer within it is declared gone.
   std::chrono::milliseconds alive_timeout{5000};
   // Receives warnings (host_key_policy ignore); stderr when empty.
   std::function<void(const std::string&)> warn;

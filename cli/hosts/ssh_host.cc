@@ -95,6 +95,11 @@ class SshRunningCommand : public RunningCommand {
 
   // SIGTERM to the remote process group, then SIGKILL after `grace`.
   void terminate(std::chrono::milliseconds grace) {
+    if (channel_->remote_pid() <= 0) {
+      // The wrapper never reported its pid: the command never started, or the host stopped
+      // answering before it did. Nothing to signal; the channel is dropped.
+      return;
+    }
     signal("TERM");
     if (channel_->wait_closed(Clock::now() + grace)) {
       return;
@@ -209,8 +214,9 @@ void SshHost::upload(std::string_view content, const std::string& path, int mode
 bool SshHost::is_listening(std::uint16_t port) {
   CommandResult result =
       run(CommandSpec{{"/bin/sh", "-c", "cat /proc/net/tcp /proc/net/tcp6 2>/dev/null"},
-                      options_.connect_timeout,
+                      options_.alive_timeout,
                       {}});
+  throw_if_unanswered(result, "reading /proc/net/tcp");
   return proc_net_tcp_listens(result.out, port);
 }
 
@@ -239,9 +245,25 @@ std::string SshHost::check_alive() {
 bool SshHost::has_program(const std::string& program) {
   CommandResult result =
       run(CommandSpec{{"/bin/sh", "-c", "command -v \"$1\" >/dev/null 2>&1", "ernic", program},
-                      options_.connect_timeout,
+                      options_.alive_timeout,
                       {}});
+  throw_if_unanswered(result, "looking for " + program);
   return result.ok();
+}
+
+void SshHost::throw_if_unanswered(const CommandResult& result, const std::string& what) {
+  // "Not installed" or "not listening" would be a wrong answer from a host that is gone.
+  if (std::string lost = connection_->lost_reason(); !lost.empty()) {
+    throw SshError(lost);
+  }
+  if (result.timed_out) {
+    // A probe that cannot read a file or look up a program within alive_timeout: the host is
+    // not answering, whatever the session's state says.
+    connection_->declare_lost(
+        fmt::format("{}: the host did not answer ({}) within {}", connection_->who(), what,
+                    to_text(std::chrono::nanoseconds(options_.alive_timeout))));
+    throw SshError(connection_->lost_reason());
+  }
 }
 
 std::unique_ptr<SshHost> SshHost::open_new_session() const {

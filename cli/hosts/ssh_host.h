@@ -24,6 +24,8 @@ class SshHost : public Host {
 
   std::unique_ptr<RunningCommand> start(const CommandSpec& spec, OutputSink* sink) override;
   void upload(std::string_view content, const std::string& path, int mode) override;
+  // is_listening() and has_program() throw SshError when the host does not answer, rather
+  // than give an answer they do not have.
   bool is_listening(std::uint16_t port) override;
   // Opens a channel and runs `true`, bounded by alive_timeout; a host that does not answer in
   // time is declared gone and every running command on it ends.
@@ -36,6 +38,8 @@ class SshHost : public Host {
   const SshConnectOptions& options() const { return options_; }
 
  private:
+  void throw_if_unanswered(const CommandResult& result, const std::string& what);
+
   std::string name_;
   std::string address_;
   SshConnectOptions options_;

@@ -1,7 +1,10 @@
+#include <signal.h>
+
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "hosts/host.h"
 #include "sshd_fixture.h"
@@ -82,6 +85,61 @@ TEST_CASE("ernicctl run drives iperf3 between two hosts over SSH", "[ssh][e2e]")
   guests.one.exec({"cat", "/proc/sys/net/core/somaxconn"}, &value);
   CHECK(std::stoi(value) >= 1024);
   CHECK(std::filesystem::exists(work / "history.jsonl"));
+}
+
+TEST_CASE("ernicctl run stops soon after an SSH host stops answering", "[ssh][e2e]") {
+  TwoSshGuests guests;
+  auto work = guests.sshd_one.directory();
+  std::string scenario =
+      "version: 1\nname: ssh-failfast\nrunner: local\nhosts:\n" +
+      guests.host_entry("server", TwoSshGuests::kOneTest, guests.sshd_one) +
+      guests.host_entry("client", TwoSshGuests::kTwoTest, guests.sshd_two) +
+      "benchmarks:\n"
+      "  - name: tcp\n    tool: iperf3\n    server: server\n    client: client\n"
+      "    params: {protocol: tcp, duration: 1s, parallel: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}\n"
+      "    timeout: 60s\n"
+      "history: {enabled: false}\n";
+  std::ofstream(work / "scenario.yaml") << scenario;
+  pid_t run = testing::start_program({ERNIC_BINARY, "run", (work / "scenario.yaml").string(),
+                                      "--runs-dir", (work / "runs").string()},
+                                     work / "output.txt");
+  // Once a point has finished (the second one has its step log), the server host hangs: sshd and
+  // everything it started stop.
+  auto points_started = [&] {
+    int logs = 0;
+    std::error_code ignored;
+    for (auto it = std::filesystem::recursive_directory_iterator(work / "runs", ignored);
+         it != std::filesystem::recursive_directory_iterator(); it.increment(ignored)) {
+      logs += it->path().parent_path().filename() == "steps" &&
+              it->path().filename().string().find("tcp") != std::string::npos;
+    }
+    return logs;
+  };
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (points_started() < 2 && std::chrono::steady_clock::now() < give_up &&
+         testing::wait_program(run, std::chrono::milliseconds(100)) == -1) {
+  }
+  REQUIRE(testing::wait_program(run, std::chrono::milliseconds(0)) == -1);
+  guests.sshd_one.freeze(true);
+  auto frozen = std::chrono::steady_clock::now();
+  int status = testing::wait_program(run, std::chrono::seconds(40));
+  double stopped_after =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - frozen).count();
+  guests.sshd_one.freeze(false);
+  if (status == -1) {
+    kill(run, SIGKILL);
+    testing::wait_program(run, std::chrono::seconds(5));
+  }
+  std::ifstream output_file(work / "output.txt");
+  std::string output((std::istreambuf_iterator<char>(output_file)), {});
+  INFO(output);
+  if (const char* keep = std::getenv("ERNIC_TEST_KEEP_RUNS")) {
+    std::filesystem::copy(work / "runs", keep, std::filesystem::copy_options::recursive);
+  }
+  CHECK(status == 1);
+  INFO("ernicctl ended " << stopped_after << " s after the server host froze");
+  CHECK(stopped_after < 10.0);
+  CHECK(output.find("did not answer") != std::string::npos);
 }
 
 }  // namespace

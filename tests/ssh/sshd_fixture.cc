@@ -164,6 +164,31 @@ std::string run_checked(const std::vector<std::string>& argv) {
   return output;
 }
 
+pid_t start_program(const std::vector<std::string>& argv,
+                    const std::filesystem::path& output_file) {
+  int fd = open(output_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    throw std::runtime_error("cannot create " + output_file.string());
+  }
+  pid_t pid = spawn(argv, fd);
+  close(fd);
+  return pid;
+}
+
+int wait_program(pid_t pid, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 TestNamespace::TestNamespace(const std::string& tag) {
   int index = namespace_counter++;
   int pid = static_cast<int>(getpid());

@@ -2,6 +2,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -18,6 +19,11 @@ namespace ernic::testing {
 int run_program(const std::vector<std::string>& argv, std::string* output = nullptr);
 // Like run_program, but throws std::runtime_error with the output when the exit status is not 0.
 std::string run_checked(const std::vector<std::string>& argv);
+
+// Starts argv in the background with stdout and stderr going to `output_file`.
+pid_t start_program(const std::vector<std::string>& argv, const std::filesystem::path& output_file);
+// Waits for a started program until `timeout`; returns its exit status, or -1 when it still runs.
+int wait_program(pid_t pid, std::chrono::milliseconds timeout);
 
 // A network namespace joined to the caller's namespace by a veth pair:
 // outside_address()/24 on this side, inside_address()/24 in the namespace, lo up.
