@@ -1,4 +1,5 @@
 #include "hosts/registry.h"
+#include "hosts/ssh_provider.h"
 
 namespace ernic {
 
@@ -7,6 +8,7 @@ const std::vector<HostProvider*>& all_host_providers() {
       &local_provider(),
       &netns_provider(),
       &embedded_provider(),
+      &ssh_host_provider(),
   };
   return providers;
 }
