@@ -56,7 +56,7 @@ h3{margin-top:28px}
 .note{color:var(--muted)}
 .charts{display:flex;flex-wrap:wrap;gap:12px}
 figure{margin:0;background:var(--panel);border-radius:6px;padding:6px}
-figcaption{color:var(--muted);font-size:12px;max-width:380px;padding:0 6px 4px}
+figcaption{color:var(--muted);font-size:12px;max-width:360px;padding:0 6px 4px}
 svg.chart{display:block}
 svg.chart .plot{fill:var(--bg);stroke:var(--rule)}
 svg.chart .grid{stroke:var(--rule);stroke-width:1}

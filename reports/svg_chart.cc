@@ -10,7 +10,7 @@
 namespace ernic::reports {
 namespace {
 
-constexpr double kWidth = 380;
+constexpr double kWidth = 360;
 constexpr double kHeight = 230;
 constexpr double kLeft = 62;
 constexpr double kRight = 18;
@@ -87,21 +87,26 @@ std::string render_svg_chart(const ChartSpec& spec) {
       "text-anchor=\"middle\">{}</text>\n",
       kTop + kPlotHeight / 2, escape_markup(spec.y_label));
 
-  // x labels: the first, the last and evenly spaced ones between
+  // x labels: the first, the last and evenly spaced ones between; the ends aligned inwards
+  auto x_label = [&](std::size_t i) {
+    const char* anchor = n > 1 && i == 0 ? "start" : (n > 1 && i == n - 1 ? "end" : "middle");
+    double x = x_of(i) + (n > 1 && i == 0 ? -4.0 : (n > 1 && i == n - 1 ? 4.0 : 0.0));
+    return fmt::format(
+        "<line class=\"grid\" x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\"/>"
+        "<text class=\"tick\" x=\"{3:.1f}\" y=\"{4}\" text-anchor=\"{5}\">{6}</text>\n",
+        x_of(i), kTop + kPlotHeight, kTop + kPlotHeight + 4, x, kTop + kPlotHeight + 16, anchor,
+        escape_markup(spec.points[i].label));
+  };
   if (n > 0) {
     std::size_t stride = std::max<std::size_t>(1, (n + kMaxXLabels - 2) / (kMaxXLabels - 1));
     for (std::size_t i = 0; i < n; i += stride) {
       if (i != n - 1 && n - 1 - i < stride / 2 + 1 && i != 0) {
         continue;  // too close to the newest label
       }
-      out += fmt::format(
-          "<text class=\"tick\" x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
-          x_of(i), kTop + kPlotHeight + 16, escape_markup(spec.points[i].label));
+      out += x_label(i);
     }
     if ((n - 1) % stride != 0) {
-      out += fmt::format(
-          "<text class=\"tick\" x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
-          x_of(n - 1), kTop + kPlotHeight + 16, escape_markup(spec.points[n - 1].label));
+      out += x_label(n - 1);
     }
   }
   out += fmt::format("<text class=\"axis-label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
@@ -131,9 +136,10 @@ std::string render_svg_chart(const ChartSpec& spec) {
     }
     newest = i;
     out += fmt::format(
-        "<a href=\"{}\"><circle class=\"dot\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\"><title>{}"
+        "<a href=\"{}\"><circle class=\"dot\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\"><title>{}"
         "</title></circle></a>\n",
-        escape_markup(point.href), x_of(i), y_of(*point.value), escape_markup(point.tooltip));
+        escape_markup(point.href), x_of(i), y_of(*point.value), n > 30 ? 2.5 : 3.5,
+        escape_markup(point.tooltip));
   }
   if (newest) {
     double value = *spec.points[*newest].value;
