@@ -18,7 +18,7 @@ constexpr double kTop = 30;
 constexpr double kBottom = 58;
 constexpr double kPlotWidth = kWidth - kLeft - kRight;
 constexpr double kPlotHeight = kHeight - kTop - kBottom;
-constexpr std::size_t kMaxXLabels = 5;
+constexpr std::size_t kMaxXLabels = 4;
 
 }  // namespace
 
