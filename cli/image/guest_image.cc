@@ -46,6 +46,7 @@ GuestImage from_ernicctl_manifest(const nlohmann::json& json, const std::filesys
   image.name = json.at("name").get<std::string>();
   image.disk = resolve(base, json.at("disk").get<std::string>());
   image.disk_format = json.value("disk_format", "qcow2");
+  image.disk_size = json.value("disk_size", std::uint64_t{0});
   const auto& kernel = json.at("kernel");
   image.kernel_version = kernel.value("version", "");
   image.kernel = resolve(base, kernel.value("image", ""));

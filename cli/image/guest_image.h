@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@ struct GuestImage {
   std::string name;
   std::filesystem::path disk;  // qcow2 base image
   std::string disk_format = "qcow2";
+  std::uint64_t disk_size = 0;  // virtual size in bytes; 0 when the manifest does not say
   // Direct kernel boot; empty kernel means the disk boots by itself (firmware and bootloader).
   std::filesystem::path kernel;
   std::filesystem::path initrd;

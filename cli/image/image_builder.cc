@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // Bump when the builder changes what it puts into an image: cached images then rebuild.
-constexpr const char* kBuilderVersion = "ernicctl-image-builder/1";
+constexpr const char* kBuilderVersion = "ernicctl-image-builder/2";
 constexpr const char* kStaticAddressArg = "ernic.net";
 
 using Seconds = std::chrono::duration<double>;
@@ -154,13 +154,14 @@ std::string tarball_name(const ImageRecipe& recipe) {
 // given on the kernel command line, written as a .network file before networkd starts (networkd
 // removes addresses it did not configure, so `ip addr add` later would be undone).
 void write_network_config(const fs::path& root) {
-  write_text(root / "etc/systemd/network/50-ernic.network",
+  write_text(root / "etc/systemd/network/90-ernic-dhcp.network",
              "[Match]\nName=en* eth*\n\n[Network]\nDHCP=ipv4\nLinkLocalAddressing=ipv6\n\n"
              "[DHCPv4]\nClientIdentifier=mac\n");
   write_text(root / "usr/local/sbin/ernic-net-config",
              fmt::format(R"(#!/bin/sh
 # {0}=ADDRESS/PREFIX[,GATEWAY] on the kernel command line: a static address for the guest's
-# Ethernet NIC, in /run so that it overrides the DHCP default in /etc.
+# Ethernet NIC. networkd uses the first matching .network file in name order across /etc, /run
+# and /usr/lib, so 10-ernic-static wins over the DHCP default 90-ernic-dhcp.
 spec=""
 for word in $(cat /proc/cmdline); do
   case "$word" in
@@ -177,7 +178,7 @@ mkdir -p /run/systemd/network
 {{
   printf '[Match]\nName=en* eth*\n\n[Network]\nAddress=%s\nLinkLocalAddressing=ipv6\n' "$address"
   if [ -n "$gateway" ]; then printf 'Gateway=%s\n' "$gateway"; fi
-}} > /run/systemd/network/50-ernic.network
+}} > /run/systemd/network/10-ernic-static.network
 )",
                          kStaticAddressArg),
              fs::perms(0755));
