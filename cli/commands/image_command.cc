@@ -1,47 +1,16 @@
 #include "commands/image_command.h"
 
 #include <fmt/format.h>
-#include <signal.h>
 
-#include <atomic>
 #include <iostream>
 #include <memory>
 
+#include "common/interrupt.h"
 #include "image/image_builder.h"
 #include "image/recipe.h"
 
 namespace ernic {
 namespace {
-
-std::atomic<bool> g_image_interrupted{false};
-
-void on_interrupt(int /*signal*/) {
-  g_image_interrupted.store(true);
-}
-
-// Ctrl-C during a build stops the running step and removes the staging folder instead of
-// killing ernicctl with debootstrap still running.
-class InterruptScope {
- public:
-  InterruptScope() {
-    g_image_interrupted.store(false);
-    struct sigaction action {};
-    action.sa_handler = on_interrupt;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, &old_int_);
-    sigaction(SIGTERM, &action, &old_term_);
-  }
-  ~InterruptScope() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-  InterruptScope(const InterruptScope&) = delete;
-  InterruptScope& operator=(const InterruptScope&) = delete;
-
- private:
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
-};
 
 struct ImageBuildFlags {
   std::string recipe;
@@ -58,11 +27,12 @@ int run_image_build(const ImageBuildFlags& flags) {
     std::cerr << "error: " << error.what() << "\n";
     return kExitBadInput;
   }
-  InterruptScope interrupts;
+  // Ctrl-C stops the running step and removes the staging folder instead of leaving
+  // debootstrap running.
+  Interrupt::install();
   ImageBuildOptions options;
   options.out_dir = flags.out_dir;
   options.force = flags.force;
-  options.stop = &g_image_interrupted;
   options.progress = [](const std::string& line) { std::cerr << line << std::endl; };
   try {
     auto result = build_image(recipe, options);
@@ -80,7 +50,7 @@ int run_image_build(const ImageBuildFlags& flags) {
     return kExitOk;
   } catch (const std::exception& error) {
     std::cerr << "error: " << error.what() << "\n";
-    return g_image_interrupted.load() ? kExitInterrupted : kExitFailed;
+    return Interrupt::requested() ? kExitInterrupted : kExitFailed;
   }
 }
 

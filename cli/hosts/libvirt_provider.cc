@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "common/interrupt.h"
 #include "common/units.h"
 #include "hosts/libvirt_accel.h"
 #include "hosts/libvirt_connection.h"
@@ -568,7 +569,7 @@ std::vector<std::unique_ptr<Host>> LibvirtProvider::create(const std::vector<Hos
       progress_(line);
     }
   };
-  auto stopped = [&] { return stop_ != nullptr && stop_->load(); };
+  auto stopped = [&] { return (stop_ != nullptr && stop_->load()) || Interrupt::requested(); };
   auto run = parse_libvirt_run(context.scenario);
   std::vector<BootingGuest> guests;
   std::vector<std::string> requested;
@@ -1007,6 +1008,11 @@ std::vector<std::unique_ptr<Host>> LibvirtProvider::create(const std::vector<Hos
         connection, guest.domain, target, ssh_factory_(target), std::move(facts), t_init));
   }
   return created;
+}
+
+HostProvider& libvirt_provider() {
+  static LibvirtProvider provider;
+  return provider;
 }
 
 }  // namespace ernic

@@ -143,6 +143,9 @@ class LibvirtProvider : public HostProvider {
   std::filesystem::path base_dir_ = ".";
 };
 
+// The registry's instance (cli/hosts/registry.cc lists it).
+HostProvider& libvirt_provider();
+
 // Guest addresses: the entry's own, or the subnet's .10, .11, ... in host order.
 std::vector<std::string> assign_guest_addresses(const std::vector<std::string>& requested,
                                                 const std::string& subnet);

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "common/interrupt.h"
 #include "image/local_process.h"
 
 namespace ernic {
@@ -92,7 +93,7 @@ class Build {
   }
 
   void check_stop() const {
-    if (options_.stop != nullptr && options_.stop->load()) {
+    if ((options_.stop != nullptr && options_.stop->load()) || Interrupt::requested()) {
       throw std::runtime_error(fmt::format("image build interrupted during '{}'", current_));
     }
   }

@@ -1,5 +1,7 @@
 #include "image/local_process.h"
 
+#include "common/interrupt.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
@@ -137,7 +139,7 @@ LocalProcessResult run_local(const std::vector<std::string>& argv,
   bool stop_it = false;
   char buffer[8192];
   while (true) {
-    if (options.stop != nullptr && options.stop->load()) {
+    if ((options.stop != nullptr && options.stop->load()) || Interrupt::requested()) {
       result.interrupted = true;
       stop_it = true;
       break;

@@ -30,7 +30,8 @@ struct LocalProcessOptions {
   // Output is also appended here when set, so a long build leaves a log to read.
   std::filesystem::path log_file;
   std::vector<std::pair<std::string, std::string>> env;  // added to this process's environment
-  // Polled while the program runs; when it becomes true the program's process group is killed.
+  // Polled while the program runs, like Interrupt::requested(): when it becomes true the
+  // program's process group is killed.
   const std::atomic<bool>* stop = nullptr;
   std::string stdin_data;
 };
