@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -26,13 +26,18 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 constexpr std::uint64_t kBufferBudget = 2u << 20;         // per QP
 constexpr std::uint64_t kVerifyBufferBudget = 64u << 20;  // per QP
-// How long the load generator busy-polls before it blocks; ERNIC_PERF_SPIN_US overrides it.
+// How long the load generator busy-polls before it blocks. Latency tests spin (a wake-up
+// costs tens of microseconds here); bandwidth tests block at once, because with a deep window
+// there is always work queued and a spinning client only takes CPU from the instances (on two
+// cores it halved the bandwidth). ERNIC_PERF_SPIN_US overrides both.
+std::chrono::microseconds g_spin{0};
 std::chrono::microseconds spin_window() {
-  static const auto spin = [] {
-    const char* env = std::getenv("ERNIC_PERF_SPIN_US");
-    return std::chrono::microseconds(env != nullptr ? std::atol(env) : 50);
-  }();
-  return spin;
+  return g_spin;
+}
+void choose_spin(Mode mode) {
+  const char* env = std::getenv("ERNIC_PERF_SPIN_US");
+  g_spin = std::chrono::microseconds(env != nullptr ? std::atol(env)
+                                                    : (mode == Mode::kLatency ? 50 : 0));
 }
 
 double usec_between(SteadyClock::time_point a, SteadyClock::time_point b) {
@@ -92,8 +97,8 @@ struct Endpoint {
     // Without --verify messages may share buffers (perftest uses one): a small working set
     // stays in the CPU caches, as iperf3's does. With it, every message in flight owns a slot.
     const std::uint64_t budget = o.verify ? kVerifyBufferBudget : kBufferBudget;
-    slots = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(
-        budget / slot_size, 2, std::max<std::uint32_t>(o.tx_depth, 2)));
+    slots = static_cast<std::uint32_t>(
+        std::clamp<std::uint64_t>(budget / slot_size, 2, std::max<std::uint32_t>(o.tx_depth, 2)));
     pd = client.alloc_pd();
     cq = client.create_cq();
     for (std::uint32_t i = 0; i < o.qps; ++i) {
@@ -690,6 +695,7 @@ int run_server(const PerfOptions& o, std::ostream& out) {
 
 int run_load_generator(const PerfOptions& o, std::ostream& out, std::ostream& err) {
   try {
+    choose_spin(o.mode);
     return o.server.empty() ? run_server(o, out) : run_client(o, out);
   } catch (const std::exception& e) {
     out.flush();

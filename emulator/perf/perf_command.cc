@@ -95,8 +95,9 @@ void register_perf(CLI::App& app, CommandContext& context) {
   auto f = std::make_shared<PerfFlags>();
   CLI::App* cmd = app.add_subcommand(
       "perf", "perftest-equivalent load generator attached to an embedded emulator instance");
-  cmd->add_option("test", f->mode,
-                  "send_bw | write_bw | read_bw | send_lat | write_lat | read_lat | micro | tcp_pingpong")
+  cmd->add_option(
+         "test", f->mode,
+         "send_bw | write_bw | read_bw | send_lat | write_lat | read_lat | micro | tcp_pingpong")
       ->required();
   cmd->add_option("server", f->server, "server address: run as the client");
   cmd->add_option("--socket", f->socket, "socket of the instance to attach to");

@@ -52,7 +52,8 @@ int run_tcp_pingpong(std::uint64_t size, std::uint64_t iterations, std::ostream&
     inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
     socklen_t len = sizeof addr;
     if (bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        listen(listener, 1) != 0 || getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+        listen(listener, 1) != 0 ||
+        getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
       throw std::runtime_error(std::string("cannot listen on loopback: ") + std::strerror(errno));
     }
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -85,8 +86,9 @@ int run_tcp_pingpong(std::uint64_t size, std::uint64_t iterations, std::ostream&
       busy_io(fd, buffer.data(), size, true, deadline);
       busy_io(fd, buffer.data(), size, false, deadline);
       if (i >= 100) {  // warm-up excluded
-        rtt.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                          .count());
+        rtt.push_back(
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                .count());
       }
     }
     close(fd);
@@ -97,7 +99,8 @@ int run_tcp_pingpong(std::uint64_t size, std::uint64_t iterations, std::ostream&
     }
     std::sort(rtt.begin(), rtt.end());
     out << fmt::format(
-        " tcp busy-poll ping-pong, {} B, loopback : round trip median {:.2f} usec, p99 {:.2f} usec, "
+        " tcp busy-poll ping-pong, {} B, loopback : round trip median {:.2f} usec, p99 {:.2f} "
+        "usec, "
         "min {:.2f} usec ({} samples)\n",
         size, rtt[rtt.size() / 2], rtt[rtt.size() * 99 / 100], rtt.front(), rtt.size());
     return 0;
