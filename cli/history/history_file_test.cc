@@ -1,0 +1,116 @@
+#include "history/history_file.h"
+
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+fs::path temp_history(const std::string& name) {
+  auto dir = fs::temp_directory_path() / fmt::format("ernic-history-test-{}", ::getpid());
+  fs::create_directories(dir);
+  auto path = dir / name;
+  fs::remove(path);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("history records are appended one per line with sorted keys") {
+  auto path = temp_history("append.jsonl");
+  ernic::append_history_record(path, json{{"sha", "abcd1234"}, {"badges", json::object()}});
+  ernic::append_history_record(path, json{{"run_id", "2"}});
+  std::ifstream in(path);
+  std::string first, second, third;
+  std::getline(in, first);
+  std::getline(in, second);
+  CHECK(first == R"({"badges":{},"sha":"abcd1234"})");
+  CHECK(second == R"({"run_id":"2"})");
+  CHECK_FALSE(std::getline(in, third));
+  auto contents = ernic::read_history(path);
+  CHECK(contents.records().size() == 2);
+  CHECK(contents.warnings.empty());
+}
+
+TEST_CASE("a corrupt line is reported with its number, skipped, and kept by rewrites") {
+  auto path = temp_history("corrupt.jsonl");
+  {
+    std::ofstream out(path);
+    out << R"({"run_id":"1"})" << "\n" << R"({"run_id": "2", "trunc)" << "\n"
+        << R"({"run_id":"3"})" << "\n";
+  }
+  auto contents = ernic::read_history(path);
+  REQUIRE(contents.warnings.size() == 1);
+  CHECK(contents.warnings[0].find(":2: not valid JSON") != std::string::npos);
+  REQUIRE(contents.records().size() == 2);
+  CHECK(contents.records()[1]["run_id"] == "3");
+
+  // A rewrite that keeps every line as read preserves the corrupt one verbatim.
+  ernic::rewrite_history(path, [](const ernic::HistoryContents& c) {
+    std::vector<std::string> lines;
+    for (const auto& line : c.lines) {
+      lines.push_back(line.text);
+    }
+    return lines;
+  });
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  std::getline(in, line);
+  CHECK(line == R"({"run_id": "2", "trunc)");
+}
+
+TEST_CASE("an append after a torn last line keeps the new record whole") {
+  auto path = temp_history("torn.jsonl");
+  {
+    std::ofstream out(path);
+    out << R"({"run_id":"1"})" << "\n" << R"({"run_id":"2)";
+  }
+  ernic::append_history_record(path, json{{"run_id", "3"}});
+  auto contents = ernic::read_history(path);
+  REQUIRE(contents.records().size() == 2);
+  CHECK(contents.records()[1]["run_id"] == "3");
+  CHECK(contents.warnings.size() == 1);
+}
+
+TEST_CASE("several processes appending at once leave every line valid") {
+  auto path = temp_history("concurrent.jsonl");
+  constexpr int kWriters = 6;
+  constexpr int kRecordsEach = 150;
+  std::vector<pid_t> children;
+  for (int w = 0; w < kWriters; ++w) {
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      for (int i = 0; i < kRecordsEach; ++i) {
+        // A large record makes interleaving likely if appends were not atomic.
+        ernic::append_history_record(
+            path, json{{"writer", w}, {"i", i}, {"padding", std::string(8000, 'x')}});
+      }
+      ::_exit(0);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+  }
+  auto contents = ernic::read_history(path);
+  CHECK(contents.warnings.empty());
+  REQUIRE(contents.records().size() == kWriters * kRecordsEach);
+  std::vector<int> per_writer(kWriters, 0);
+  for (const auto& record : contents.records()) {
+    per_writer[record["writer"].get<int>()]++;
+  }
+  for (int count : per_writer) {
+    CHECK(count == kRecordsEach);
+  }
+}
