@@ -21,7 +21,7 @@ struct PointView {
   std::string status;  // passed | failed | skipped
   std::string reason;
   PointKind kind = PointKind::kOther;
-  std::string verb;                  // send | write | read, when the point has one
+  std::string verb;                   // send | write | read, when the point has one
   std::optional<std::uint64_t> size;  // params.size in bytes
 };
 

@@ -75,7 +75,7 @@ RunIndex index_histories(const std::vector<std::filesystem::path>& histories);
 nlohmann::json load_record(const RunIndex& index, const RunEntry& run);
 
 // Label and key of each series and badge, shared by the page, the badges and the docs.
-const char* series_key(Series s);    // "bandwidth", "latency", "nvmeof", "tcp"
-const char* badge_key(Badge b);      // "rdma_bw_GBs", "tcp_bw_GBs", "nvmeof_iops_M"
+const char* series_key(Series s);  // "bandwidth", "latency", "nvmeof", "tcp"
+const char* badge_key(Badge b);    // "rdma_bw_GBs", "tcp_bw_GBs", "nvmeof_iops_M"
 
 }  // namespace ernic::reports

@@ -39,9 +39,11 @@ TEST_CASE("corrupt lines become warnings with file and line; the rest is indexed
   auto file = dir / "history.jsonl";
   auto good = ernic::serialize_history_record(
       testing::make_record("1001", "2026-11-01 00:00:00 UTC", "local", nlohmann::json::array()));
-  testing::write_text(file, good + "\n" + good.substr(0, good.size() / 2) + "\n[1,2]\n\n" +
-                                "{\"run_id\": \"1002\", \"sha\": \"x\"} trailing\n" +
-                                R"({"generated": "2026-11-02 00:00:00 UTC", "run_id": "1003", "sha": "abc"})" + "\n");
+  testing::write_text(
+      file, good + "\n" + good.substr(0, good.size() / 2) + "\n[1,2]\n\n" +
+                "{\"run_id\": \"1002\", \"sha\": \"x\"} trailing\n" +
+                R"({"generated": "2026-11-02 00:00:00 UTC", "run_id": "1003", "sha": "abc"})" +
+                "\n");
   auto index = index_histories({file});
   REQUIRE(index.runs.size() == 2);
   CHECK(index.runs[0].run_id == "1001");
@@ -53,7 +55,8 @@ TEST_CASE("corrupt lines become warnings with file and line; the rest is indexed
   CHECK(index.runs[1].run_id == "1003");
   REQUIRE(index.warnings.size() == 3);
   CHECK_THAT(index.warnings[0], Catch::Matchers::StartsWith(file.string() + ":2: not valid JSON"));
-  CHECK_THAT(index.warnings[1], Catch::Matchers::StartsWith(file.string() + ":3: not a JSON object"));
+  CHECK_THAT(index.warnings[1],
+             Catch::Matchers::StartsWith(file.string() + ":3: not a JSON object"));
   CHECK_THAT(index.warnings[2], Catch::Matchers::StartsWith(file.string() + ":5: "));
   auto record = load_record(index, index.runs[0]);
   CHECK(record["ernicctl"]["scenario"]["name"] == "quickstart");
@@ -63,11 +66,16 @@ TEST_CASE("runs are ordered by time across files and a run id is kept once, rich
   TempDir dir;
   auto a = dir / "a.jsonl";
   auto b = dir / "b.jsonl";
-  testing::write_text(a, R"({"generated": "2026-09-02 00:00:00 UTC", "run_id": "7", "sha": "aaaa"})" "\n"
-                         R"({"generated": "2026-09-04 00:00:00 UTC", "run_id": "9", "sha": "cccc"})" "\n");
-  testing::write_text(b, ernic::serialize_history_record(testing::make_record(
-                             "7", "2026-09-02 00:00:00 UTC", "self-hosted", nlohmann::json::array())) +
-                             "\n" R"({"generated": "2026-09-03 00:00:00 UTC", "run_id": "8", "sha": "bbbb"})" "\n");
+  testing::write_text(a, R"({"generated": "2026-09-02 00:00:00 UTC", "run_id": "7", "sha": "aaaa"})"
+                         "\n"
+                         R"({"generated": "2026-09-04 00:00:00 UTC", "run_id": "9", "sha": "cccc"})"
+                         "\n");
+  testing::write_text(
+      b, ernic::serialize_history_record(testing::make_record(
+             "7", "2026-09-02 00:00:00 UTC", "self-hosted", nlohmann::json::array())) +
+             "\n"
+             R"({"generated": "2026-09-03 00:00:00 UTC", "run_id": "8", "sha": "bbbb"})"
+             "\n");
   auto index = index_histories({a, b});
   REQUIRE(index.runs.size() == 3);
   CHECK(index.runs[0].run_id == "7");
