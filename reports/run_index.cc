@@ -312,12 +312,10 @@ std::vector<std::uint64_t> split_at_lines(const std::filesystem::path& path, std
   return bounds;
 }
 
-// Big histories are scanned by several threads, a range each; small ones by this one.
-constexpr std::uint64_t kBytesPerThread = 16u << 20;
-
 }  // namespace
 
-RunIndex index_histories(const std::vector<std::filesystem::path>& histories) {
+RunIndex index_histories(const std::vector<std::filesystem::path>& histories,
+                         std::uint64_t bytes_per_thread) {
   RunIndex index;
   std::vector<std::string> sort_keys;
   std::unordered_map<std::string, std::size_t> by_run_id;
@@ -333,8 +331,8 @@ RunIndex index_histories(const std::vector<std::filesystem::path>& histories) {
     std::size_t source = index.sources.size();
     index.sources.push_back(path);
     std::size_t threads = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 4);
-    threads =
-        static_cast<std::size_t>(std::min<std::uint64_t>(threads, size / kBytesPerThread + 1));
+    threads = static_cast<std::size_t>(
+        std::min<std::uint64_t>(threads, size / std::max<std::uint64_t>(bytes_per_thread, 1) + 1));
     auto bounds = split_at_lines(path, size, threads);
     std::vector<ChunkResult> chunks(bounds.size() - 1);
     {
