@@ -76,6 +76,7 @@ th{background:var(--panel)}
 td.text,th.text{text-align:left}
 .failed{color:var(--bad);font-weight:600}
 code{font-size:12px;word-break:break-all}
+figcaption code,h2 code{word-break:normal}
 details{background:var(--panel);border-radius:6px;margin:6px 0;padding:4px 10px}
 details:target{outline:2px solid var(--link)}
 summary{cursor:pointer}
