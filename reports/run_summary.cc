@@ -136,7 +136,7 @@ std::string render_markdown_summary(const nlohmann::json& record) {
     out += "### Failures\n\n";
     for (const auto& point : points) {
       if (point.status != "passed" && point.status != "skipped") {
-        std::string log = json_text(*point.json, "log");
+        std::string log = log_paths(*point.json);
         fmt::format_to(it, "- {}: {}{}\n", code(point.id),
                        cell(point.reason.empty() ? "no reason recorded" : point.reason),
                        log.empty() ? "" : fmt::format(" (log: {})", code(log)));
@@ -198,7 +198,7 @@ std::string render_junit(const nlohmann::json& record) {
     std::string classname = scenario + "." + json_text(json, "benchmark");
     fmt::format_to(it, "    <testcase name=\"{}\" classname=\"{}\" time=\"{:.3f}\">\n",
                    escape_markup(point.id), escape_markup(classname), point_seconds(json));
-    std::string log = json_text(json, "log");
+    std::string log = log_paths(json);
     if (point.status == "skipped") {
       fmt::format_to(it, "      <skipped message=\"{}\"/>\n", escape_markup(point.reason));
     } else if (point.status != "passed") {

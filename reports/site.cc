@@ -702,7 +702,7 @@ class PageWriter {
             shown.anchor, point.index, escape_markup(point.id),
             point.status == "passed" ? "" : " failed", status,
             escape_markup(json_text(*point.json, "repetitions")), medians, commands,
-            escape_markup(json_text(*point.json, "log")));
+            escape_markup(log_paths(*point.json)));
       }
       out("</table>\n");
     }
