@@ -1,14 +1,34 @@
+// ernicctl: one binary for running, bringing up and reporting ERNIC scenarios. Each component
+// adds its own subcommands; this file only puts them together.
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
+#include <iostream>
+
+#include "commands/commands.h"
 #include "common/command_context.h"
 #include "emulator_commands.h"
 #include "report_commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"ernicctl: runs and reports ERNIC emulated RDMA NIC scenarios"};
+  CLI::App app{"ernicctl: runs, brings up and reports ERNIC emulated RDMA NIC scenarios"};
+  app.set_version_flag("--version", fmt::format("ernicctl {} ({})", ERNIC_VERSION, ERNIC_GIT_SHA));
+  app.require_subcommand(1);
   ernic::CommandContext context;
+  ernic::register_run_command(app, context);
+  ernic::register_validate_command(app, context);
+  ernic::register_parse_command(app, context);
+  ernic::register_schema_command(app, context);
   ernic::emulator::register_commands(app, context);
   ernic::reports::register_commands(app, context);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : ernic::kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "ernicctl: " << e.what() << "\n";
+    return ernic::kExitFailed;
+  }
   return context.exit_code;
 }

@@ -42,6 +42,19 @@ class HostProvider {
   virtual std::string_view description() const = 0;
   // Keys a host entry of this provider may have besides name, provider and address.
   virtual const ObjectSchema& host_schema() const = 0;
+  // Settings shared by all hosts of this provider, under the scenario's top-level key of the
+  // provider's name (e.g. `netns: {subnet: ...}`); null when it has none.
+  virtual const ObjectSchema* settings_schema() const { return nullptr; }
+  // Addresses the hosts will get, for the dry run and for planning commands before the hosts
+  // exist; "" where it is only known once the host is up.
+  virtual std::vector<std::string> planned_addresses(const std::vector<HostSpec>& hosts,
+                                                     const YAML::Node& /*scenario*/) const {
+    std::vector<std::string> addresses;
+    for (const auto& host : hosts) {
+      addresses.push_back(host.address);
+    }
+    return addresses;
+  }
   // Checks that go beyond the schema (e.g. a subnet large enough for the hosts); appended to
   // `out` with locations.
   virtual void check(const std::vector<HostSpec>& /*hosts*/, const YAML::Node& /*scenario*/,

@@ -1,0 +1,332 @@
+#include "common/subprocess.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/interrupt.h"
+
+extern char** environ;
+
+namespace ernic {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int open_pidfd(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+int poll_timeout_ms(Clock::time_point deadline) {
+  if (deadline == Clock::time_point::max()) {
+    return -1;
+  }
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  return left < 0 ? 0 : static_cast<int>(std::min<long long>(left, 1 << 30));
+}
+
+// Writes errno and a stage marker to the error pipe; the parent turns it into a SpawnError.
+[[noreturn]] void child_fail(int error_fd, int stage) {
+  int payload[2] = {stage, errno};
+  [[maybe_unused]] ssize_t ignored = ::write(error_fd, payload, sizeof payload);
+  ::_exit(127);
+}
+
+}  // namespace
+
+std::unique_ptr<Subprocess> Subprocess::spawn(const SpawnOptions& options,
+                                              OutputCallback on_output) {
+  if (options.argv.empty()) {
+    throw SpawnError("empty command");
+  }
+  // Everything the child needs is prepared before fork(): after it only async-signal-safe calls.
+  std::vector<std::string> env_storage;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry(*e);
+    bool overridden = false;
+    for (const auto& [key, value] : options.env) {
+      if (entry.compare(0, key.size() + 1, key + "=") == 0) {
+        overridden = true;
+      }
+    }
+    if (!overridden) {
+      env_storage.push_back(std::move(entry));
+    }
+  }
+  for (const auto& [key, value] : options.env) {
+    env_storage.push_back(key + "=" + value);
+  }
+  std::vector<char*> envp;
+  for (auto& entry : env_storage) {
+    envp.push_back(entry.data());
+  }
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_storage = options.argv;
+  std::vector<char*> argv;
+  for (auto& arg : argv_storage) {
+    argv.push_back(arg.data());
+  }
+  argv.push_back(nullptr);
+
+  int netns_fd = -1;
+  if (!options.netns_path.empty()) {
+    netns_fd = ::open(options.netns_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (netns_fd < 0) {
+      throw SpawnError(fmt::format("cannot run {}: network namespace {} is gone ({})",
+                                   options.argv[0], options.netns_path, std::strerror(errno)));
+    }
+  }
+  int out_pipe[2], err_pipe[2], status_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0 ||
+      ::pipe2(status_pipe, O_CLOEXEC) != 0) {
+    throw SpawnError(fmt::format("cannot run {}: pipe: {}", options.argv[0], std::strerror(errno)));
+  }
+  const char* stdin_path = options.stdin_file.empty() ? "/dev/null" : options.stdin_file.c_str();
+  pid_t parent = ::getpid();
+
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    throw SpawnError(fmt::format("cannot run {}: fork: {}", options.argv[0], std::strerror(errno)));
+  }
+  if (pid == 0) {
+    // Own process group: a terminal Ctrl-C reaches ernicctl only, which then stops children in
+    // order; and the orchestrator can kill everything a command started.
+    ::setpgid(0, 0);
+    // Die with ernicctl even when it is killed outright.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) {
+      ::_exit(127);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    ::signal(SIGPIPE, SIG_DFL);
+    if (netns_fd >= 0 && ::setns(netns_fd, CLONE_NEWNET) != 0) {
+      child_fail(status_pipe[1], 1);
+    }
+    int in = ::open(stdin_path, O_RDONLY);
+    if (in < 0) {
+      child_fail(status_pipe[1], 2);
+    }
+    ::dup2(in, 0);
+    ::dup2(out_pipe[1], 1);
+    ::dup2(err_pipe[1], 2);
+    ::execvpe(argv[0], argv.data(), envp.data());
+    child_fail(status_pipe[1], 3);
+  }
+
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  ::close(status_pipe[1]);
+  if (netns_fd >= 0) {
+    ::close(netns_fd);
+  }
+  int payload[2] = {0, 0};
+  ssize_t n;
+  do {
+    n = ::read(status_pipe[0], payload, sizeof payload);
+  } while (n < 0 && errno == EINTR);
+  ::close(status_pipe[0]);
+  if (n == sizeof payload) {
+    ::waitpid(pid, nullptr, 0);
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    const char* stage = payload[0] == 1   ? "cannot enter network namespace"
+                        : payload[0] == 2 ? "cannot open standard input"
+                                          : "cannot execute";
+    std::string hint = payload[1] == ENOENT && payload[0] == 3 ? " (not found in PATH)" : "";
+    throw SpawnError(fmt::format("cannot run {}: {}: {}{}", options.argv[0], stage,
+                                 std::strerror(payload[1]), hint));
+  }
+
+  auto process = std::unique_ptr<Subprocess>(new Subprocess());
+  process->pid_ = pid;
+  process->pidfd_ = open_pidfd(pid);
+  process->on_output_ = std::move(on_output);
+  int out_fd = out_pipe[0];
+  int err_fd = err_pipe[0];
+  process->reader_ = std::thread([p = process.get(), out_fd, err_fd] {
+    p->read_output(out_fd, err_fd);
+  });
+  return process;
+}
+
+void Subprocess::read_output(int out_fd, int err_fd) {
+  pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
+  int open_count = 2;
+  char buffer[65536];
+  while (open_count > 0) {
+    int ready = ::poll(fds, 2, -1);
+    if (ready < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) {
+        continue;
+      }
+      ssize_t got = ::read(fds[i].fd, buffer, sizeof buffer);
+      if (got < 0 && errno == EINTR) {
+        continue;
+      }
+      if (got <= 0) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_count;
+        continue;
+      }
+      std::string_view data(buffer, static_cast<std::size_t>(got));
+      if (on_output_) {
+        on_output_(i == 1, data);
+      }
+      {
+        std::lock_guard lock(mutex_);
+        (i == 0 ? stdout_ : stderr_).append(data);
+      }
+      output_changed_.notify_all();
+    }
+  }
+  for (auto& fd : fds) {
+    if (fd.fd >= 0) {
+      ::close(fd.fd);
+    }
+  }
+  {
+    std::lock_guard lock(mutex_);
+    output_done_ = true;
+  }
+  output_changed_.notify_all();
+}
+
+Subprocess::~Subprocess() {
+  if (!reaped_) {
+    signal_group(SIGKILL);
+    reap_if_exited(true);
+  }
+  // Descendants that outlived the leader still hold the pipes: they go with the group, and the
+  // reader then reaches end of file.
+  ::kill(-pid_, SIGKILL);
+  if (reader_.joinable()) {
+    reader_.join();
+  }
+  if (pidfd_ >= 0) {
+    ::close(pidfd_);
+  }
+}
+
+void Subprocess::reap_if_exited(bool block) {
+  if (reaped_) {
+    return;
+  }
+  int status = 0;
+  pid_t got;
+  do {
+    got = ::waitpid(pid_, &status, block ? 0 : WNOHANG);
+  } while (got < 0 && errno == EINTR);
+  if (got == pid_) {
+    reaped_ = true;
+    if (WIFEXITED(status)) {
+      exit_code_ = WEXITSTATUS(status);
+    } else if (WIFSIGNALED(status)) {
+      term_signal_ = WTERMSIG(status);
+    }
+  }
+}
+
+bool Subprocess::running() {
+  reap_if_exited(false);
+  return !reaped_;
+}
+
+Subprocess::WaitEnd Subprocess::wait_until(Clock::time_point deadline, bool interruptible) {
+  for (;;) {
+    reap_if_exited(false);
+    if (reaped_) {
+      return WaitEnd::kExited;
+    }
+    if (interruptible && Interrupt::requested()) {
+      return WaitEnd::kInterrupted;
+    }
+    if (Clock::now() >= deadline) {
+      return WaitEnd::kDeadline;
+    }
+    pollfd fds[2] = {{pidfd_, POLLIN, 0}, {Interrupt::wake_fd(), POLLIN, 0}};
+    ::poll(fds, interruptible ? 2 : 1, poll_timeout_ms(deadline));
+  }
+}
+
+bool Subprocess::wait_for_line(const std::regex& pattern, Clock::time_point deadline) {
+  std::size_t scanned[2] = {0, 0};
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    for (int i = 0; i < 2; ++i) {
+      const std::string& text = i == 0 ? stdout_ : stderr_;
+      std::size_t newline;
+      while ((newline = text.find('\n', scanned[i])) != std::string::npos) {
+        if (std::regex_search(text.begin() + static_cast<std::ptrdiff_t>(scanned[i]),
+                              text.begin() + static_cast<std::ptrdiff_t>(newline), pattern)) {
+          return true;
+        }
+        scanned[i] = newline + 1;
+      }
+    }
+    if (output_done_ || Interrupt::requested() || Clock::now() >= deadline) {
+      return false;
+    }
+    // Bounded slices so that Ctrl-C and a process exiting without output are noticed.
+    auto slice = std::min(deadline, Clock::now() + std::chrono::milliseconds(50));
+    output_changed_.wait_until(lock, slice);
+    lock.unlock();
+    bool alive = running();
+    lock.lock();
+    if (!alive && output_done_) {
+      continue;  // scan what arrived last, then return
+    }
+  }
+}
+
+void Subprocess::signal_group(int signal_number) {
+  if (!reaped_) {
+    ::kill(-pid_, signal_number);
+  }
+}
+
+void Subprocess::terminate(std::chrono::milliseconds grace) {
+  if (running()) {
+    signal_group(SIGTERM);
+    if (wait_until(Clock::now() + grace, false) != WaitEnd::kExited) {
+      signal_group(SIGKILL);
+    }
+  }
+  reap_if_exited(true);
+  // Whatever the leader left behind in its group goes too.
+  ::kill(-pid_, SIGKILL);
+}
+
+std::string Subprocess::stdout_text() {
+  std::lock_guard lock(mutex_);
+  return stdout_;
+}
+
+std::string Subprocess::stderr_text() {
+  std::lock_guard lock(mutex_);
+  return stderr_;
+}
+
+void Subprocess::finish_output(std::chrono::milliseconds limit) {
+  std::unique_lock lock(mutex_);
+  output_changed_.wait_for(lock, limit, [this] { return output_done_; });
+}
+
+}  // namespace ernic

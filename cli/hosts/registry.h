@@ -1,0 +1,12 @@
+#pragma once
+
+#include "hosts/provider.h"
+
+namespace ernic {
+
+// One accessor per provider; registry.cc lists them.
+HostProvider& local_provider();
+HostProvider& netns_provider();
+HostProvider& embedded_provider();
+
+}  // namespace ernic

@@ -1,0 +1,37 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "benchmarks/benchmark.h"
+#include "scenario/scenario.h"
+
+namespace ernic {
+
+// One benchmark point: a tool with every parameter fixed, run `repetitions` times.
+struct PlannedPoint {
+  int index = 0;   // 0-based, in run order
+  std::string id;  // "tcp[protocol=udp,reverse=false,parallel=1]"
+  const BenchmarkEntry* entry = nullptr;
+  const Benchmark* tool = nullptr;
+  PointParams params;
+  std::uint16_t port = 0;
+};
+
+// What a run will do, decided before anything starts (ninja's Plan): the executor only
+// carries it out, and the dry run only prints it.
+struct Plan {
+  const Scenario* scenario = nullptr;
+  std::vector<PlannedPoint> points;
+};
+
+// Expands every benchmark's matrix parameters into points, in scenario order, the first
+// declared parameter varying slowest.
+Plan make_plan(const Scenario& scenario);
+
+// One list of canonical values per parameter of `schema` (defaults filled in), then their
+// cartesian product.
+std::vector<PointParams> expand_params(const YAML::Node& params, const ObjectSchema& schema);
+
+}  // namespace ernic

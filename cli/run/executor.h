@@ -1,0 +1,64 @@
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "emulators/emulator_kind.h"
+#include "hosts/host.h"
+#include "plan/plan.h"
+#include "run/cleanup_stack.h"
+#include "run/run_result.h"
+#include "run/status.h"
+
+namespace ernic {
+
+enum class KeepPolicy { kNever, kOnFailure, kAlways };
+
+struct RunOptions {
+  std::filesystem::path runs_dir = "runs";
+  KeepPolicy keep = KeepPolicy::kNever;
+};
+
+// Carries out a plan (ninja's Builder): creates the hosts, applies the setup steps, runs every
+// point with the server/client choreography, and tears everything down through the cleanup
+// stack whatever happens. It never decides what to run.
+class Executor {
+ public:
+  Executor(const Plan& plan, RunOptions options, Status& status);
+  RunResult run();
+
+ private:
+  void preflight();
+  void start_emulator();
+  void create_hosts();
+  void attach_hosts_to_instances();
+  void apply_setup();
+  void run_points();
+  void run_point(const PlannedPoint& point, PointResult& result);
+  bool run_repetition(const PlannedPoint& point, int repetition, PointResult& result);
+  std::string environment_gone();
+  void collect_tool_versions();
+  void teardown();
+  Host& host(const std::string& name);
+
+  const Plan& plan_;
+  RunOptions options_;
+  Status& status_;
+  CleanupStack cleanup_;
+  RunResult result_;
+  std::string run_token_;
+  std::unique_ptr<RunningEmulator> emulator_;
+  std::vector<std::unique_ptr<Host>> hosts_;
+  std::map<std::string, HostFacts> facts_;
+  bool first_sample_ = true;
+};
+
+// Thrown for problems found before anything started (a missing tool): exit status 2.
+class PreflightError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace ernic

@@ -1,0 +1,63 @@
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "plan/plan.h"
+
+namespace ernic {
+
+struct Sample {
+  int repetition = 1;
+  bool warm = true;
+  double duration_s = 0;  // the whole repetition, server start to parse
+  double tool_s = 0;      // the client tool alone: what orchestration overhead is measured against
+  std::map<std::string, double> metrics;
+};
+
+enum class PointStatus { kPassed, kFailed, kSkipped };
+
+struct PointResult {
+  const PlannedPoint* point = nullptr;
+  PointStatus status = PointStatus::kSkipped;
+  std::string reason;  // why it failed or was skipped
+  std::vector<std::filesystem::path> logs;
+  std::string server_command;
+  std::string client_command;
+  std::vector<Sample> samples;
+  nlohmann::json details;  // the last repetition's parser output
+  double duration_s = 0;
+};
+
+struct HostRecord {
+  std::string name;
+  std::string provider;
+  std::string address;
+  double t_init_s = 0;
+  std::map<std::string, std::string> facts;
+};
+
+enum class RunStatus { kPassed, kFailed, kIncomplete };
+
+// Everything a run produced; the history record and the summary are made from this.
+struct RunResult {
+  RunStatus status = RunStatus::kPassed;
+  std::string fatal_error;  // set when the run stopped early
+  std::filesystem::path run_dir;
+  std::string run_name;  // the run directory's name
+  std::chrono::system_clock::time_point started;
+  std::chrono::system_clock::time_point finished;
+  std::vector<HostRecord> hosts;
+  std::map<std::string, std::string> tool_versions;
+  std::vector<PointResult> points;
+  nlohmann::json emulator;  // what the emulator kind records about its instances
+};
+
+const char* to_string(PointStatus status);
+const char* to_string(RunStatus status);
+
+}  // namespace ernic

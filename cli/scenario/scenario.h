@@ -1,0 +1,74 @@
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "hosts/provider.h"
+
+namespace ernic {
+
+// A `setup:` entry: one step applied to some hosts, in scenario order.
+struct SetupEntry {
+  std::string step;
+  std::vector<std::string> hosts;
+  YAML::Node config;  // the whole entry
+};
+
+// A `benchmarks:` entry; its matrix parameters expand into points (see plan/planner.h).
+struct BenchmarkEntry {
+  std::string name;
+  std::string tool;
+  std::string server;  // host names; server is empty for single-host tools
+  std::string client;
+  YAML::Node params;
+  int repetitions = 1;
+  std::chrono::milliseconds timeout{60000};
+  std::uint16_t base_port = 0;  // 0: the tool's default
+};
+
+// A declared comparison: B over A, measured side by side in one run (methodology item 3).
+struct AbPair {
+  std::string name;
+  std::string a;  // benchmark names; points pair up by equal parameters
+  std::string b;
+  std::string metric;
+};
+
+struct HistorySettings {
+  bool enabled = true;
+  std::filesystem::path path = "perf/history.jsonl";
+  std::vector<std::uint64_t> tracked_sizes = {4096, 65536, 1048576};
+};
+
+struct EmulatorSettings {
+  std::string kind = "none";  // none | embedded | external
+  YAML::Node config;
+};
+
+// A scenario after validation and --set overrides: everything the planner needs, nothing
+// about how it will run.
+struct Scenario {
+  std::filesystem::path file;
+  std::string name;
+  std::string description;
+  std::string runner = "local";
+  std::vector<HostSpec> hosts;
+  EmulatorSettings emulator;
+  std::vector<SetupEntry> setup;
+  std::vector<BenchmarkEntry> benchmarks;
+  std::vector<AbPair> ab_pairs;
+  HistorySettings history;
+
+  YAML::Node root;           // the resolved document
+  std::string resolved_yaml; // as written into the run directory
+  std::string sha256;        // of resolved_yaml
+
+  const HostSpec* find_host(const std::string& host_name) const;
+};
+
+}  // namespace ernic
