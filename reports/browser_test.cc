@@ -6,9 +6,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 #include <cstdlib>
-#include <fmt/format.h>
 #include <fstream>
 #include <sstream>
 
@@ -104,8 +104,12 @@ ColourSpread find_colour(const Screenshot& shot, int r, int g, int b) {
 }
 
 // The light-scheme colours of the bandwidth and latency series in the page's stylesheet.
-ColourSpread bandwidth_line(const Screenshot& shot) { return find_colour(shot, 0x1f, 0x6f, 0xd1); }
-ColourSpread latency_line(const Screenshot& shot) { return find_colour(shot, 0xc2, 0x41, 0x0c); }
+ColourSpread bandwidth_line(const Screenshot& shot) {
+  return find_colour(shot, 0x1f, 0x6f, 0xd1);
+}
+ColourSpread latency_line(const Screenshot& shot) {
+  return find_colour(shot, 0xc2, 0x41, 0x0c);
+}
 
 bool charts_drawn(const Screenshot& shot) {
   auto bandwidth = bandwidth_line(shot);
@@ -136,7 +140,8 @@ TEST_CASE("the rendered page shows its charts in Chromium with a clean console")
     std::filesystem::path keep(ERNIC_BROWSER_SHOT_DIR);
     auto shot = open_in_chromium(page, keep / "screenshot.png");
     CHECK(shot.console.empty());
-    INFO("bandwidth pixels " << bandwidth_line(shot).pixels << " span " << bandwidth_line(shot).span());
+    INFO("bandwidth pixels " << bandwidth_line(shot).pixels << " span "
+                             << bandwidth_line(shot).span());
     INFO("latency pixels " << latency_line(shot).pixels << " span " << latency_line(shot).span());
     CHECK(charts_drawn(shot));
     std::filesystem::copy_file(page, keep / "index.html",

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <array>
-#include <tuple>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include "mann_whitney.h"
 #include "markup.h"
@@ -125,8 +125,8 @@ Comparison compare_runs(const RunIndex& index, const CompareOptions& options) {
   if (index.runs.empty()) {
     throw CompareInputError("the history holds no runs");
   }
-  const RunEntry* current = options.run_id.empty() ? &index.runs.back()
-                                                   : find_run(index, options.run_id);
+  const RunEntry* current =
+      options.run_id.empty() ? &index.runs.back() : find_run(index, options.run_id);
   if (current == nullptr) {
     throw CompareInputError(fmt::format("run {} is not in the history", options.run_id));
   }
@@ -148,7 +148,8 @@ Comparison compare_runs(const RunIndex& index, const CompareOptions& options) {
       baseline.push_back(run);
     }
   } else {
-    for (const RunEntry* run = current; run != index.runs.data() && baseline.size() < options.window;) {
+    for (const RunEntry* run = current;
+         run != index.runs.data() && baseline.size() < options.window;) {
       --run;
       if (run->runner == current->runner && run->scenario == current->scenario &&
           usable_baseline(*run)) {
@@ -181,10 +182,10 @@ Comparison compare_runs(const RunIndex& index, const CompareOptions& options) {
     row.baseline = it->second.values;
     row.current_median = median_of(row.current);
     row.baseline_median = median_of(row.baseline);
-    row.change_percent = row.baseline_median == 0
-                             ? 0
-                             : 100 * (row.current_median - row.baseline_median) /
-                                   std::fabs(row.baseline_median);
+    row.change_percent =
+        row.baseline_median == 0
+            ? 0
+            : 100 * (row.current_median - row.baseline_median) / std::fabs(row.baseline_median);
     bool beyond = std::fabs(row.change_percent) > options.threshold_percent;
     bool significant = false;
     bool enough = true;
@@ -230,14 +231,14 @@ std::string render_comparison(const Comparison& comparison, const CompareOptions
     return out;
   }
   std::vector<std::array<std::string, 8>> table;
-  table.push_back({"point", "metric", "better", "baseline (n)", "run (n)", "change", "test", "verdict"});
+  table.push_back(
+      {"point", "metric", "better", "baseline (n)", "run (n)", "change", "test", "verdict"});
   for (const auto& row : comparison.rows) {
-    table.push_back({row.point, row.metric,
-                     row.direction > 0 ? "higher" : (row.direction < 0 ? "lower" : "?"),
-                     fmt::format("{} ({})", format_figure(row.baseline_median), row.baseline.size()),
-                     fmt::format("{} ({})", format_figure(row.current_median), row.current.size()),
-                     fmt::format("{:+.1f} %", row.change_percent), row.test,
-                     verdict_text(row.verdict)});
+    table.push_back(
+        {row.point, row.metric, row.direction > 0 ? "higher" : (row.direction < 0 ? "lower" : "?"),
+         fmt::format("{} ({})", format_figure(row.baseline_median), row.baseline.size()),
+         fmt::format("{} ({})", format_figure(row.current_median), row.current.size()),
+         fmt::format("{:+.1f} %", row.change_percent), row.test, verdict_text(row.verdict)});
   }
   std::array<std::size_t, 8> widths{};
   for (const auto& line : table) {
@@ -255,10 +256,14 @@ std::string render_comparison(const Comparison& comparison, const CompareOptions
     }
     out += text + "\n";
   }
-  std::size_t regressions = std::count_if(comparison.rows.begin(), comparison.rows.end(),
-                                          [](const auto& r) { return r.verdict == Verdict::kRegression; });
-  fmt::format_to(it, "{} regression(s) beyond {} % (significance: Mann-Whitney U at {}, else at least 3 samples each side)\n",
-                 regressions, format_figure(options.threshold_percent), format_figure(options.alpha));
+  std::size_t regressions =
+      std::count_if(comparison.rows.begin(), comparison.rows.end(),
+                    [](const auto& r) { return r.verdict == Verdict::kRegression; });
+  fmt::format_to(it,
+                 "{} regression(s) beyond {} % (significance: Mann-Whitney U at {}, else at least "
+                 "3 samples each side)\n",
+                 regressions, format_figure(options.threshold_percent),
+                 format_figure(options.alpha));
   return out;
 }
 

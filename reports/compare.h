@@ -18,8 +18,8 @@ struct CompareOptions {
 };
 
 enum class Verdict {
-  kRegression,     // worse by more than the threshold, and significant
-  kImprovement,    // better by more than the threshold, and significant
+  kRegression,   // worse by more than the threshold, and significant
+  kImprovement,  // better by more than the threshold, and significant
   kWithinThreshold,
   kNotSignificant,  // beyond the threshold, but the test says it may be noise
   kTooFewSamples,   // beyond the threshold, fewer than 3 samples on a side

@@ -1,7 +1,7 @@
 #include "compare.h"
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <random>
 
 #include "history/history_file.h"
@@ -27,21 +27,26 @@ std::filesystem::path write_runs(const TempDir& dir, double bw_factor, double la
       lat.push_back(250 * noise(rng) * (last ? lat_factor : 1));
     }
     nlohmann::json points = nlohmann::json::array();
-    points.push_back(testing::make_point("bw[verb=send,size=65536]", "perftest", {{"verb", "send"}, {"size", "65536"}},
-                                         "bw_avg_GBs", "GB/s", "higher", bw));
-    points.push_back(testing::make_point("lat[verb=send,size=4096]", "perftest", {{"verb", "send"}, {"size", "4096"}},
-                                         "lat_typical_us", "us", "lower", lat));
-    auto record = testing::make_record(std::to_string(900 + r), fmt::format("2026-11-{:02} 03:00:00 UTC", r + 1),
-                                       runner, points);
+    points.push_back(testing::make_point("bw[verb=send,size=65536]", "perftest",
+                                         {{"verb", "send"}, {"size", "65536"}}, "bw_avg_GBs",
+                                         "GB/s", "higher", bw));
+    points.push_back(testing::make_point("lat[verb=send,size=4096]", "perftest",
+                                         {{"verb", "send"}, {"size", "4096"}}, "lat_typical_us",
+                                         "us", "lower", lat));
+    auto record = testing::make_record(
+        std::to_string(900 + r), fmt::format("2026-11-{:02} 03:00:00 UTC", r + 1), runner, points);
     ernic::append_history_record(file, record);
   }
   // runs of another runner class and of another scenario inside the window must not join it
-  auto other_point = testing::make_point("bw[verb=send,size=65536]", "perftest", {{"verb", "send"}, {"size", "65536"}},
-                                         "bw_avg_GBs", "GB/s", "higher", {9, 9, 9, 9, 9});
-  ernic::append_history_record(file, testing::make_record("800", "2026-11-03 12:00:00 UTC", "github-hosted",
-                                                          nlohmann::json::array({other_point})));
-  ernic::append_history_record(file, testing::make_record("801", "2026-11-04 12:00:00 UTC", runner,
-                                                          nlohmann::json::array({other_point}), "passed", "other-scenario"));
+  auto other_point = testing::make_point("bw[verb=send,size=65536]", "perftest",
+                                         {{"verb", "send"}, {"size", "65536"}}, "bw_avg_GBs",
+                                         "GB/s", "higher", {9, 9, 9, 9, 9});
+  ernic::append_history_record(
+      file, testing::make_record("800", "2026-11-03 12:00:00 UTC", "github-hosted",
+                                 nlohmann::json::array({other_point})));
+  ernic::append_history_record(
+      file, testing::make_record("801", "2026-11-04 12:00:00 UTC", runner,
+                                 nlohmann::json::array({other_point}), "passed", "other-scenario"));
   return file;
 }
 
@@ -95,11 +100,12 @@ TEST_CASE("too few samples is never a regression") {
   TempDir dir;
   auto file = dir / "history.jsonl";
   for (int r = 0; r < 3; ++r) {
-    auto point = testing::make_point("bw", "perftest", {{"verb", "send"}}, "bw_avg_GBs", "GB/s", "higher",
-                                     {r == 2 ? 1.0 : 2.0});
-    ernic::append_history_record(file, testing::make_record(std::to_string(r + 1),
-                                                            fmt::format("2026-11-0{} 00:00:00 UTC", r + 1),
-                                                            "local", nlohmann::json::array({point})));
+    auto point = testing::make_point("bw", "perftest", {{"verb", "send"}}, "bw_avg_GBs", "GB/s",
+                                     "higher", {r == 2 ? 1.0 : 2.0});
+    ernic::append_history_record(
+        file,
+        testing::make_record(std::to_string(r + 1), fmt::format("2026-11-0{} 00:00:00 UTC", r + 1),
+                             "local", nlohmann::json::array({point})));
   }
   auto comparison = compare_runs(index_histories({file}), {});
   REQUIRE(comparison.rows.size() == 1);
@@ -124,7 +130,8 @@ TEST_CASE("named run and baseline; bad input is an error") {
 }
 
 TEST_CASE("rocm-ernic records compare their series, one value per run") {
-  auto index = index_histories({std::filesystem::path(ERNIC_SAMPLES_DIR) / "rocm-ernic-history-sample.jsonl"});
+  auto index = index_histories(
+      {std::filesystem::path(ERNIC_SAMPLES_DIR) / "rocm-ernic-history-sample.jsonl"});
   auto comparison = compare_runs(index, {});
   CHECK(comparison.baseline_runs.size() == 2);
   REQUIRE_FALSE(comparison.rows.empty());

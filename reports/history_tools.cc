@@ -69,7 +69,8 @@ void add_lines(const HistoryContents& contents, std::vector<MergeItem>& items,
 }
 
 bool is_number_key(const std::string& key) {
-  return !key.empty() && std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return !key.empty() &&
+         std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 }  // namespace
@@ -117,15 +118,17 @@ MergeResult merge_histories(const std::filesystem::path& out,
                            read.back().warnings.end());
   }
   rewrite_history(out, [&](const HistoryContents& existing) {
-    result.warnings.insert(result.warnings.end(), existing.warnings.begin(), existing.warnings.end());
+    result.warnings.insert(result.warnings.end(), existing.warnings.begin(),
+                           existing.warnings.end());
     std::vector<MergeItem> items;
     std::unordered_map<std::string, std::size_t> by_run_id;
     add_lines(existing, items, by_run_id, result);
     for (const auto& contents : read) {
       add_lines(contents, items, by_run_id, result);
     }
-    std::stable_sort(items.begin(), items.end(),
-                     [](const MergeItem& a, const MergeItem& b) { return a.sort_key < b.sort_key; });
+    std::stable_sort(items.begin(), items.end(), [](const MergeItem& a, const MergeItem& b) {
+      return a.sort_key < b.sort_key;
+    });
     std::vector<std::string> lines;
     for (auto& item : items) {
       lines.push_back(std::move(item.text));
@@ -174,7 +177,8 @@ std::vector<std::string> record_problems(const nlohmann::json& record) {
         }
         for (const auto& [size, value] : sizes.items()) {
           if (!is_number_key(size)) {
-            problems.push_back(fmt::format("series.{}: size \"{}\" is not a number of bytes", name, size));
+            problems.push_back(
+                fmt::format("series.{}: size \"{}\" is not a number of bytes", name, size));
           }
           if (!value.is_number()) {
             problems.push_back(fmt::format("series.{}.{} must be a number", name, size));
@@ -224,21 +228,26 @@ std::vector<std::string> record_problems(const nlohmann::json& record) {
           if (!point.contains("id") || !point["id"].is_string()) {
             problems.push_back(fmt::format("ernicctl.points[{}].id must be a string", i));
           }
-          std::string point_status =
-              point.contains("status") && point["status"].is_string() ? point["status"].get<std::string>() : "";
+          std::string point_status = point.contains("status") && point["status"].is_string()
+                                         ? point["status"].get<std::string>()
+                                         : "";
           if (point_status != "passed" && point_status != "failed" && point_status != "skipped") {
-            problems.push_back(fmt::format("ernicctl.points[{}].status must be passed, failed or skipped", i));
+            problems.push_back(
+                fmt::format("ernicctl.points[{}].status must be passed, failed or skipped", i));
           }
-          if (point_status == "failed" && (!point.contains("reason") || !point["reason"].is_string())) {
+          if (point_status == "failed" &&
+              (!point.contains("reason") || !point["reason"].is_string())) {
             problems.push_back(fmt::format("ernicctl.points[{}] failed without a reason", i));
           }
           if (point.contains("metrics") && point["metrics"].is_object()) {
             for (const auto& [name, info] : point["metrics"].items()) {
-              std::string better = info.is_object() && info.contains("better") && info["better"].is_string()
-                                       ? info["better"].get<std::string>()
-                                       : "";
+              std::string better =
+                  info.is_object() && info.contains("better") && info["better"].is_string()
+                      ? info["better"].get<std::string>()
+                      : "";
               if (better != "higher" && better != "lower") {
-                problems.push_back(fmt::format("ernicctl.points[{}].metrics.{}.better must be higher or lower", i, name));
+                problems.push_back(fmt::format(
+                    "ernicctl.points[{}].metrics.{}.better must be higher or lower", i, name));
               }
             }
           }
@@ -269,8 +278,9 @@ ValidationReport validate_history(const std::filesystem::path& file) {
     if (!run_id.empty()) {
       auto [it, inserted] = first_line.emplace(run_id, line.number);
       if (!inserted) {
-        report.notes.push_back(fmt::format("{}:{}: run_id {} also on line {} (history merge keeps one)",
-                                           file.string(), line.number, run_id, it->second));
+        report.notes.push_back(
+            fmt::format("{}:{}: run_id {} also on line {} (history merge keeps one)", file.string(),
+                        line.number, run_id, it->second));
       }
     }
   }

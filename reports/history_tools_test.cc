@@ -1,7 +1,7 @@
 #include "history_tools.h"
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <sstream>
 
 #include "history/history_file.h"
@@ -16,8 +16,9 @@ const std::filesystem::path kRocmSample =
     std::filesystem::path(ERNIC_SAMPLES_DIR) / "rocm-ernic-history-sample.jsonl";
 
 std::string line(const std::string& run_id, int day, const std::string& runner) {
-  std::string text = fmt::format(R"({{"generated": "2026-09-{:02} 03:00:00 UTC", "run_id": "{}", "sha": "s{}")", day,
-                                 run_id, run_id);
+  std::string text =
+      fmt::format(R"({{"generated": "2026-09-{:02} 03:00:00 UTC", "run_id": "{}", "sha": "s{}")",
+                  day, run_id, run_id);
   if (!runner.empty()) {
     text += fmt::format(R"(, "runner": "{}")", runner);
   }
@@ -78,8 +79,8 @@ TEST_CASE("merge orders by time, drops duplicate run ids, keeps corrupt lines") 
   auto b = dir / "b.jsonl";
   testing::write_text(out, line("1", 1, "") + "\n" + line("3", 3, "") + "\n");
   testing::write_text(a, line("2", 2, "github-hosted") + "\nnot json\n" + line("3", 3, "") + "\n");
-  auto rich = ernic::serialize_history_record(
-      testing::make_record("2", "2026-09-02 03:00:00 UTC", "github-hosted", nlohmann::json::array()));
+  auto rich = ernic::serialize_history_record(testing::make_record(
+      "2", "2026-09-02 03:00:00 UTC", "github-hosted", nlohmann::json::array()));
   testing::write_text(b, rich + "\n" + line("4", 4, "") + "\n");
   auto result = merge_histories(out, {a, b});
   CHECK(result.duplicates == 2);
@@ -93,31 +94,39 @@ TEST_CASE("merge orders by time, drops duplicate run ids, keeps corrupt lines") 
   CHECK(lines[2] == "not json");
   CHECK(lines[3] == line("3", 3, ""));
   CHECK(lines[4] == line("4", 4, ""));
-  CHECK_THROWS_WITH(merge_histories(out, {dir / "missing.jsonl"}), Catch::Matchers::Contains("missing.jsonl"));
+  CHECK_THROWS_WITH(merge_histories(out, {dir / "missing.jsonl"}),
+                    Catch::Matchers::Contains("missing.jsonl"));
 }
 
 TEST_CASE("validate accepts rocm-ernic's history and ernicctl records") {
   auto report = validate_history(kRocmSample);
   CHECK(report.ok());
   CHECK(report.records == 3);
-  auto points = nlohmann::json::array({testing::make_point("p", "iperf3", {}, "bandwidth_GBs", "GB/s", "higher", {1.0})});
-  CHECK(record_problems(testing::make_record("1", "2026-11-30 05:40:00 UTC", "local", points)).empty());
+  auto points = nlohmann::json::array(
+      {testing::make_point("p", "iperf3", {}, "bandwidth_GBs", "GB/s", "higher", {1.0})});
+  CHECK(record_problems(testing::make_record("1", "2026-11-30 05:40:00 UTC", "local", points))
+            .empty());
 }
 
 TEST_CASE("validate names every bad line") {
   TempDir dir;
   auto file = dir / "history.jsonl";
-  auto bad_point = testing::make_record("9", "2026-11-30 05:40:00 UTC", "local",
-                                        nlohmann::json::array({testing::make_point("p", "iperf3", {}, "bw", "GB/s", "sideways", {1.0}, "failed")}));
-  testing::write_text(file, line("1", 1, "") + "\n" + "{\"run_id\": 5}\n" + "[truncated\n" +
-                                R"({"generated": "yesterday", "run_id": "2", "sha": "x", "series": {"bandwidth": {"4k": "fast"}}, "badges": {"rdma_bw_GBs": "n/a"}})" +
-                                "\n" + ernic::serialize_history_record(bad_point) + "\n" + line("1", 1, "") + "\n");
+  auto bad_point = testing::make_record(
+      "9", "2026-11-30 05:40:00 UTC", "local",
+      nlohmann::json::array(
+          {testing::make_point("p", "iperf3", {}, "bw", "GB/s", "sideways", {1.0}, "failed")}));
+  testing::write_text(
+      file,
+      line("1", 1, "") + "\n" + "{\"run_id\": 5}\n" + "[truncated\n" +
+          R"({"generated": "yesterday", "run_id": "2", "sha": "x", "series": {"bandwidth": {"4k": "fast"}}, "badges": {"rdma_bw_GBs": "n/a"}})" +
+          "\n" + ernic::serialize_history_record(bad_point) + "\n" + line("1", 1, "") + "\n");
   auto report = validate_history(file);
   CHECK_FALSE(report.ok());
   CHECK(report.records == 5);
   auto has = [&](const std::string& text) {
-    return std::any_of(report.problems.begin(), report.problems.end(),
-                       [&](const auto& problem) { return problem.find(text) != std::string::npos; });
+    return std::any_of(report.problems.begin(), report.problems.end(), [&](const auto& problem) {
+      return problem.find(text) != std::string::npos;
+    });
   };
   CHECK(has(file.string() + ":2: missing \"generated\""));
   CHECK(has(file.string() + ":2: \"run_id\" must be a non-empty string"));

@@ -27,7 +27,8 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
     out.flush();
     if (!out) {
       std::filesystem::remove(temp, ec);
-      throw std::runtime_error(fmt::format("cannot write {}: {}", temp.string(), std::strerror(errno)));
+      throw std::runtime_error(
+          fmt::format("cannot write {}: {}", temp.string(), std::strerror(errno)));
     }
   }
   std::filesystem::rename(temp, path, ec);

@@ -42,8 +42,26 @@ std::string detect_verb(const nlohmann::json& point) {
   return "";
 }
 
-PointKind detect_kind(const nlohmann::json& point, const std::vector<std::string>& metrics) {
+PointKind detect_kind(const nlohmann::json& point) {
   std::string tool = json_text(point, "tool");
+  // perftest points say which tool they ran; the `metrics` map lists every metric the tool can
+  // report (bandwidth and latency alike), so it only decides when nothing was measured.
+  std::string mode = json_text(member(point, "params"), "mode");
+  if (mode == "bw") {
+    return PointKind::kBandwidth;
+  }
+  if (mode == "lat") {
+    return PointKind::kLatency;
+  }
+  auto metrics = metric_names(point);
+  if (metrics.empty()) {
+    const auto& declared = member(point, "metrics");
+    if (declared.is_object()) {
+      for (const auto& [name, info] : declared.items()) {
+        metrics.push_back(name);
+      }
+    }
+  }
   auto has = [&](const char* name) {
     return std::find(metrics.begin(), metrics.end(), name) != metrics.end();
   };
@@ -64,6 +82,19 @@ PointKind detect_kind(const nlohmann::json& point, const std::vector<std::string
 }
 
 }  // namespace
+
+std::string log_paths(const nlohmann::json& point) {
+  std::string out = json_text(point, "log");
+  const auto& logs = member(point, "logs");
+  if (logs.is_array()) {
+    for (const auto& log : logs) {
+      if (log.is_string()) {
+        out += (out.empty() ? "" : ", ") + log.get<std::string>();
+      }
+    }
+  }
+  return out;
+}
 
 std::string json_text(const nlohmann::json& object, const char* key) {
   const auto& value = member(object, key);
@@ -87,12 +118,10 @@ double median_of(std::vector<double> values) {
 
 std::vector<std::string> metric_names(const nlohmann::json& point) {
   std::set<std::string> names;
-  for (const char* key : {"metrics", "summary"}) {
-    const auto& map = member(point, key);
-    if (map.is_object()) {
-      for (const auto& [name, value] : map.items()) {
-        names.insert(name);
-      }
+  const auto& summary = member(point, "summary");
+  if (summary.is_object()) {
+    for (const auto& [name, value] : summary.items()) {
+      names.insert(name);
     }
   }
   const auto& samples = member(point, "samples");
@@ -216,7 +245,7 @@ std::vector<PointView> points_of(const nlohmann::json& record) {
     view.id = json_text(point, "id");
     view.status = json_text(point, "status");
     view.reason = json_text(point, "reason");
-    view.kind = detect_kind(point, metric_names(point));
+    view.kind = detect_kind(point);
     view.verb = detect_verb(point);
     std::string size = json_text(member(point, "params"), "size");
     if (!size.empty()) {

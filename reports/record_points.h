@@ -21,14 +21,15 @@ struct PointView {
   std::string status;  // passed | failed | skipped
   std::string reason;
   PointKind kind = PointKind::kOther;
-  std::string verb;                  // send | write | read, when the point has one
+  std::string verb;                   // send | write | read, when the point has one
   std::optional<std::uint64_t> size;  // params.size in bytes
 };
 
 // The points of a record (empty for a rocm-ernic record, which has none).
 std::vector<PointView> points_of(const nlohmann::json& record);
 
-// The metric names a point has, from its `metrics` map, summary and samples, sorted.
+// The metric names a point measured (its summary and samples), sorted. The `metrics` map is not
+// used: it declares every metric the tool can report, measured or not.
 std::vector<std::string> metric_names(const nlohmann::json& point);
 
 // Raw per-repetition values of one metric (samples[].metrics[name]), in repetition order.
@@ -50,6 +51,9 @@ int metric_direction_by_name(const std::string& metric);
 std::string primary_metric(const nlohmann::json& point);
 
 double median_of(std::vector<double> values);
+
+// The point's log files ("log" or "logs"), comma separated.
+std::string log_paths(const nlohmann::json& point);
 
 // `value` as text whatever its JSON type ("" for null or absent): for details tables.
 std::string json_text(const nlohmann::json& object, const char* key);

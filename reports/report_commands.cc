@@ -65,9 +65,10 @@ void add_report(CLI::App& app, CommandContext& context) {
       auto index = index_histories(paths);
       auto summary = write_site(index, args->site, args->out);
       print_warnings(summary.warnings);
-      fmt::print("wrote {} ({} runs, {} runner classes, {} charts) and badge-rdma.json, "
-                 "badge-tcp.json, badge-nvmeof.json\n",
-                 summary.page.string(), summary.runs, summary.runner_classes, summary.charts);
+      fmt::print(
+          "wrote {} ({} runs, {} runner classes, {} charts) and badge-rdma.json, "
+          "badge-tcp.json, badge-nvmeof.json\n",
+          summary.page.string(), summary.runs, summary.runner_classes, summary.charts);
     } catch (const std::exception& e) {
       fmt::print(stderr, "ernicctl report: {}\n", e.what());
       context.exit_code = kExitBadInput;
@@ -78,7 +79,8 @@ void add_report(CLI::App& app, CommandContext& context) {
 void add_compare(CLI::App& app, CommandContext& context) {
   auto args = std::make_shared<CompareArgs>();
   auto* cmd = app.add_subcommand(
-      "compare", "Compare the newest (or a named) run with earlier runs of its runner class and scenario");
+      "compare",
+      "Compare the newest (or a named) run with earlier runs of its runner class and scenario");
   cmd->add_option("HISTORY", args->history, "History file")->capture_default_str();
   cmd->add_option("--run", args->options.run_id, "Run id to judge (default: the newest)");
   cmd->add_option("--baseline", args->options.baseline_ids,

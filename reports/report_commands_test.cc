@@ -33,9 +33,11 @@ TEST_CASE("ernicctl compare --gate exits 1 on a regression, 0 without, 2 on bad 
     for (int i = 0; i < 6; ++i) {
       values.push_back((2.0 + 0.01 * i) * scale);
     }
-    auto point = testing::make_point("bw[verb=send,size=65536]", "perftest", {{"verb", "send"}, {"size", "65536"}},
-                                     "bw_avg_GBs", "GB/s", "higher", values);
-    return testing::make_record(std::to_string(run), "2026-11-0" + std::to_string(run) + " 00:00:00 UTC", "local",
+    auto point = testing::make_point("bw[verb=send,size=65536]", "perftest",
+                                     {{"verb", "send"}, {"size", "65536"}}, "bw_avg_GBs", "GB/s",
+                                     "higher", values);
+    return testing::make_record(std::to_string(run),
+                                "2026-11-0" + std::to_string(run) + " 00:00:00 UTC", "local",
                                 nlohmann::json::array({point}));
   };
   for (int run = 1; run <= 3; ++run) {
@@ -75,7 +77,8 @@ TEST_CASE("ernicctl history validate, trim, merge and synthesize") {
   CHECK(trimmed.out.find("kept 2 runs, removed 1") != std::string::npos);
 
   auto merged = dir / "merged.jsonl";
-  auto merge = run_ernicctl("history merge " + merged.string() + " " + copy.string() + " " + kRocmSample);
+  auto merge =
+      run_ernicctl("history merge " + merged.string() + " " + copy.string() + " " + kRocmSample);
   CHECK(merge.exit_code == 0);
   CHECK(testing::read_text(merged) == testing::read_text(kRocmSample));
 

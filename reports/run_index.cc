@@ -5,15 +5,15 @@
 
 #include <algorithm>
 #include <charconv>
-#include <exception>
-#include <thread>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <map>
-#include <utility>
 #include <set>
 #include <stdexcept>
+#include <thread>
 #include <unordered_map>
+#include <utility>
 
 namespace ernic::reports {
 namespace {
@@ -312,12 +312,10 @@ std::vector<std::uint64_t> split_at_lines(const std::filesystem::path& path, std
   return bounds;
 }
 
-// Big histories are scanned by several threads, a range each; small ones by this one.
-constexpr std::uint64_t kBytesPerThread = 16u << 20;
-
 }  // namespace
 
-RunIndex index_histories(const std::vector<std::filesystem::path>& histories) {
+RunIndex index_histories(const std::vector<std::filesystem::path>& histories,
+                         std::uint64_t bytes_per_thread) {
   RunIndex index;
   std::vector<std::string> sort_keys;
   std::unordered_map<std::string, std::size_t> by_run_id;
@@ -326,22 +324,22 @@ RunIndex index_histories(const std::vector<std::filesystem::path>& histories) {
     auto size = std::filesystem::file_size(path, ec);
     std::ifstream probe(path, std::ios::binary);
     if (ec || !probe) {
-      throw std::runtime_error(fmt::format("cannot read history {}: {}", path.string(),
-                                           std::filesystem::exists(path)
-                                               ? "permission denied or not a file"
-                                               : "no such file"));
+      throw std::runtime_error(fmt::format(
+          "cannot read history {}: {}", path.string(),
+          std::filesystem::exists(path) ? "permission denied or not a file" : "no such file"));
     }
     std::size_t source = index.sources.size();
     index.sources.push_back(path);
     std::size_t threads = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 4);
     threads = static_cast<std::size_t>(
-        std::min<std::uint64_t>(threads, size / kBytesPerThread + 1));
+        std::min<std::uint64_t>(threads, size / std::max<std::uint64_t>(bytes_per_thread, 1) + 1));
     auto bounds = split_at_lines(path, size, threads);
     std::vector<ChunkResult> chunks(bounds.size() - 1);
     {
       std::vector<std::thread> workers;
       for (std::size_t i = 1; i < chunks.size(); ++i) {
-        workers.emplace_back([&, i] { chunks[i] = scan_range(path, source, bounds[i], bounds[i + 1]); });
+        workers.emplace_back(
+            [&, i] { chunks[i] = scan_range(path, source, bounds[i], bounds[i + 1]); });
       }
       chunks[0] = scan_range(path, source, bounds[0], bounds[1]);
       for (auto& worker : workers) {
@@ -410,8 +408,8 @@ nlohmann::json load_record(const RunIndex& index, const RunEntry& run) {
       return record;
     }
   } catch (const nlohmann::json::parse_error& e) {
-    throw std::runtime_error(fmt::format("{}:{}: not valid JSON ({})", path.string(), run.line,
-                                         e.what()));
+    throw std::runtime_error(
+        fmt::format("{}:{}: not valid JSON ({})", path.string(), run.line, e.what()));
   }
   throw std::runtime_error(fmt::format("{}:{}: not a JSON object", path.string(), run.line));
 }

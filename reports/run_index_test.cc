@@ -1,5 +1,6 @@
 #include "run_index.h"
 
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 #include "history/history_file.h"
@@ -39,9 +40,11 @@ TEST_CASE("corrupt lines become warnings with file and line; the rest is indexed
   auto file = dir / "history.jsonl";
   auto good = ernic::serialize_history_record(
       testing::make_record("1001", "2026-11-01 00:00:00 UTC", "local", nlohmann::json::array()));
-  testing::write_text(file, good + "\n" + good.substr(0, good.size() / 2) + "\n[1,2]\n\n" +
-                                "{\"run_id\": \"1002\", \"sha\": \"x\"} trailing\n" +
-                                R"({"generated": "2026-11-02 00:00:00 UTC", "run_id": "1003", "sha": "abc"})" + "\n");
+  testing::write_text(
+      file, good + "\n" + good.substr(0, good.size() / 2) + "\n[1,2]\n\n" +
+                "{\"run_id\": \"1002\", \"sha\": \"x\"} trailing\n" +
+                R"({"generated": "2026-11-02 00:00:00 UTC", "run_id": "1003", "sha": "abc"})" +
+                "\n");
   auto index = index_histories({file});
   REQUIRE(index.runs.size() == 2);
   CHECK(index.runs[0].run_id == "1001");
@@ -53,7 +56,8 @@ TEST_CASE("corrupt lines become warnings with file and line; the rest is indexed
   CHECK(index.runs[1].run_id == "1003");
   REQUIRE(index.warnings.size() == 3);
   CHECK_THAT(index.warnings[0], Catch::Matchers::StartsWith(file.string() + ":2: not valid JSON"));
-  CHECK_THAT(index.warnings[1], Catch::Matchers::StartsWith(file.string() + ":3: not a JSON object"));
+  CHECK_THAT(index.warnings[1],
+             Catch::Matchers::StartsWith(file.string() + ":3: not a JSON object"));
   CHECK_THAT(index.warnings[2], Catch::Matchers::StartsWith(file.string() + ":5: "));
   auto record = load_record(index, index.runs[0]);
   CHECK(record["ernicctl"]["scenario"]["name"] == "quickstart");
@@ -63,11 +67,16 @@ TEST_CASE("runs are ordered by time across files and a run id is kept once, rich
   TempDir dir;
   auto a = dir / "a.jsonl";
   auto b = dir / "b.jsonl";
-  testing::write_text(a, R"({"generated": "2026-09-02 00:00:00 UTC", "run_id": "7", "sha": "aaaa"})" "\n"
-                         R"({"generated": "2026-09-04 00:00:00 UTC", "run_id": "9", "sha": "cccc"})" "\n");
-  testing::write_text(b, ernic::serialize_history_record(testing::make_record(
-                             "7", "2026-09-02 00:00:00 UTC", "self-hosted", nlohmann::json::array())) +
-                             "\n" R"({"generated": "2026-09-03 00:00:00 UTC", "run_id": "8", "sha": "bbbb"})" "\n");
+  testing::write_text(a, R"({"generated": "2026-09-02 00:00:00 UTC", "run_id": "7", "sha": "aaaa"})"
+                         "\n"
+                         R"({"generated": "2026-09-04 00:00:00 UTC", "run_id": "9", "sha": "cccc"})"
+                         "\n");
+  testing::write_text(
+      b, ernic::serialize_history_record(testing::make_record(
+             "7", "2026-09-02 00:00:00 UTC", "self-hosted", nlohmann::json::array())) +
+             "\n"
+             R"({"generated": "2026-09-03 00:00:00 UTC", "run_id": "8", "sha": "bbbb"})"
+             "\n");
   auto index = index_histories({a, b});
   REQUIRE(index.runs.size() == 3);
   CHECK(index.runs[0].run_id == "7");
@@ -79,4 +88,56 @@ TEST_CASE("runs are ordered by time across files and a run id is kept once, rich
 TEST_CASE("a missing history is an error naming it") {
   CHECK_THROWS_WITH(index_histories({"/nonexistent/history.jsonl"}),
                     Catch::Matchers::Contains("/nonexistent/history.jsonl"));
+}
+
+TEST_CASE("scanning in parallel ranges gives the same runs and line numbers as one scan") {
+  TempDir dir;
+  auto file = dir / "history.jsonl";
+  std::string text;
+  for (int i = 0; i < 200; ++i) {
+    if (i % 37 == 5) {
+      text += "{\"truncated\": [1, 2\n";
+    } else if (i % 41 == 7) {
+      text += "\n";
+    } else {
+      text +=
+          fmt::format(
+              R"({{"generated": "2026-10-{:02} 00:00:{:02} UTC", "run_id": "r{}", "sha": "s{}", )"
+              R"("series": {{"bandwidth": {{"4096": {}}}}}}})",
+              1 + i / 60, i % 60, i, i, i * 0.5) +
+          "\n";
+    }
+  }
+  text += R"({"generated": "2026-10-09 00:00:00 UTC", "run_id": "last", "sha": "no-newline"})";
+  testing::write_text(file, text);
+  auto single = index_histories({file});
+  auto parallel = index_histories({file}, 700);
+  REQUIRE(single.runs.size() == parallel.runs.size());
+  CHECK(single.warnings == parallel.warnings);
+  CHECK(single.warnings.size() == 6);
+  CHECK_THAT(single.warnings[0], Catch::Matchers::StartsWith(file.string() + ":6: "));
+  for (std::size_t i = 0; i < single.runs.size(); ++i) {
+    CHECK(single.runs[i].run_id == parallel.runs[i].run_id);
+    CHECK(single.runs[i].line == parallel.runs[i].line);
+    CHECK(single.runs[i].offset == parallel.runs[i].offset);
+    CHECK(single.runs[i].values(Series::kBandwidth) == parallel.runs[i].values(Series::kBandwidth));
+  }
+  CHECK(single.runs.back().run_id == "last");
+  CHECK(load_record(parallel, parallel.runs[100])["run_id"] == parallel.runs[100].run_id);
+}
+
+TEST_CASE("a line longer than the read buffer is still one record") {
+  TempDir dir;
+  auto file = dir / "history.jsonl";
+  nlohmann::json big = {{"generated", "2026-10-01 00:00:00 UTC"},
+                        {"run_id", "big"},
+                        {"sha", "b"},
+                        {"ernicctl", {{"status", "passed"}, {"log", std::string(9u << 20, 'x')}}}};
+  testing::write_text(file, big.dump() + "\n" + R"({"run_id": "after", "sha": "a"})" + "\n");
+  auto index = index_histories({file});
+  REQUIRE(index.runs.size() == 2);
+  CHECK(index.warnings.empty());
+  CHECK(index.runs[0].run_id == "big");
+  CHECK(index.runs[0].status == "passed");
+  CHECK(index.runs[1].line == 2);
 }

@@ -85,18 +85,20 @@ std::string render_markdown_summary(const nlohmann::json& record) {
   auto it = std::back_inserter(out);
   fmt::format_to(it, "## ernicctl run {}: {}\n\n", code(scenario.empty() ? "?" : scenario),
                  status_mark(status));
-  fmt::format_to(it, "Run {} \u00b7 commit {} \u00b7 runner {} \u00b7 accelerator {}",
-                 code(json_text(record, "run_id")), code(json_text(record, "sha")),
-                 code(json_text(record, "runner").empty() ? "self-hosted" : json_text(record, "runner")),
-                 code(json_text(part, "accelerator").empty() ? "unknown" : json_text(part, "accelerator")));
+  fmt::format_to(
+      it, "Run {} \u00b7 commit {} \u00b7 runner {} \u00b7 accelerator {}",
+      code(json_text(record, "run_id")), code(json_text(record, "sha")),
+      code(json_text(record, "runner").empty() ? "self-hosted" : json_text(record, "runner")),
+      code(json_text(part, "accelerator").empty() ? "unknown" : json_text(part, "accelerator")));
   std::string duration = json_text(part, "duration_s");
   if (!duration.empty()) {
     fmt::format_to(it, " \u00b7 {} s", duration);
   }
   out += "\n\n";
   if (part.value("functional_only", false)) {
-    out += "> [!WARNING]\n> A guest ran under TCG: these figures show the pipeline works, not "
-           "how fast it is.\n\n";
+    out +=
+        "> [!WARNING]\n> A guest ran under TCG: these figures show the pipeline works, not "
+        "how fast it is.\n\n";
   }
   std::string reason = run_reason(part);
   if (!reason.empty()) {
@@ -123,11 +125,10 @@ std::string render_markdown_summary(const nlohmann::json& record) {
         }
       }
       auto samples = point.json->value("samples", nlohmann::json::array());
-      fmt::format_to(it, "| {} | {} | {}{} |\n", code(point.id), status_mark(point.status),
-                     cell(medians.empty() ? "\u2013" : medians),
-                     samples.is_array() && samples.size() > 1
-                         ? fmt::format(" (n={})", samples.size())
-                         : "");
+      fmt::format_to(
+          it, "| {} | {} | {}{} |\n", code(point.id), status_mark(point.status),
+          cell(medians.empty() ? "\u2013" : medians),
+          samples.is_array() && samples.size() > 1 ? fmt::format(" (n={})", samples.size()) : "");
     }
     out += "\n";
   }
@@ -135,7 +136,7 @@ std::string render_markdown_summary(const nlohmann::json& record) {
     out += "### Failures\n\n";
     for (const auto& point : points) {
       if (point.status != "passed" && point.status != "skipped") {
-        std::string log = json_text(*point.json, "log");
+        std::string log = log_paths(*point.json);
         fmt::format_to(it, "- {}: {}{}\n", code(point.id),
                        cell(point.reason.empty() ? "no reason recorded" : point.reason),
                        log.empty() ? "" : fmt::format(" (log: {})", code(log)));
@@ -174,11 +175,12 @@ std::string render_junit(const nlohmann::json& record) {
                  "<testsuites name=\"ernicctl\" tests=\"{}\" failures=\"{}\" errors=\"0\" "
                  "skipped=\"{}\" time=\"{:.3f}\">\n",
                  tests, failures, skipped, total_seconds);
-  fmt::format_to(it,
-                 "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" "
-                 "time=\"{:.3f}\" timestamp=\"{}\" hostname=\"{}\">\n",
-                 escape_markup(scenario), tests, failures, skipped, total_seconds,
-                 escape_markup(json_text(part, "started")), escape_markup(json_text(record, "node")));
+  fmt::format_to(
+      it,
+      "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" "
+      "time=\"{:.3f}\" timestamp=\"{}\" hostname=\"{}\">\n",
+      escape_markup(scenario), tests, failures, skipped, total_seconds,
+      escape_markup(json_text(part, "started")), escape_markup(json_text(record, "node")));
   out += "    <properties>\n";
   for (const auto& [name, value] :
        {std::pair<const char*, std::string>{"run_id", json_text(record, "run_id")},
@@ -196,25 +198,28 @@ std::string render_junit(const nlohmann::json& record) {
     std::string classname = scenario + "." + json_text(json, "benchmark");
     fmt::format_to(it, "    <testcase name=\"{}\" classname=\"{}\" time=\"{:.3f}\">\n",
                    escape_markup(point.id), escape_markup(classname), point_seconds(json));
-    std::string log = json_text(json, "log");
+    std::string log = log_paths(json);
     if (point.status == "skipped") {
       fmt::format_to(it, "      <skipped message=\"{}\"/>\n", escape_markup(point.reason));
     } else if (point.status != "passed") {
       std::string reason = point.reason.empty() ? "no reason recorded" : point.reason;
       fmt::format_to(it, "      <failure message=\"{}\" type=\"{}\">{}{}</failure>\n",
-                     escape_markup(reason), escape_markup(point.status.empty() ? "failed" : point.status),
+                     escape_markup(reason),
+                     escape_markup(point.status.empty() ? "failed" : point.status),
                      escape_markup(reason), log.empty() ? "" : escape_markup("\nlog: " + log));
     }
     std::string medians;
     for (const auto& metric : metric_names(json)) {
       if (auto value = metric_median(json, metric)) {
-        medians += fmt::format("{} median {} {}\n", metric, format_figure(*value), metric_unit(json, metric));
+        medians += fmt::format("{} median {} {}\n", metric, format_figure(*value),
+                               metric_unit(json, metric));
       }
     }
     const auto& commands = json.value("commands", nlohmann::json::object());
     if (commands.is_object()) {
       for (const auto& [role, command] : commands.items()) {
-        medians += fmt::format("{}: {}\n", role, command.is_string() ? command.get<std::string>() : command.dump());
+        medians += fmt::format("{}: {}\n", role,
+                               command.is_string() ? command.get<std::string>() : command.dump());
       }
     }
     if (!medians.empty()) {

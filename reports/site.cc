@@ -37,8 +37,8 @@ constexpr SeriesSpec kSeriesSpecs[] = {
      "\u00b5s", false, "s-latency"},
     {Series::kTcp, "TCP bandwidth", "iperf3 receiver bandwidth (badges.tcp_bw_GBs)", "GB/s", true,
      "s-tcp"},
-    {Series::kNvmeof, "NVMe-oF bandwidth", "median bw_avg_GBs of fio (series.nvmeof)", "GB/s",
-     true, "s-nvmeof"},
+    {Series::kNvmeof, "NVMe-oF bandwidth", "median bw_avg_GBs of fio (series.nvmeof)", "GB/s", true,
+     "s-nvmeof"},
 };
 
 constexpr const char* kStyle = R"css(
@@ -76,6 +76,7 @@ th{background:var(--panel)}
 td.text,th.text{text-align:left}
 .failed{color:var(--bad);font-weight:600}
 code{font-size:12px;word-break:break-all}
+figcaption code,h2 code{word-break:normal}
 details{background:var(--panel);border-radius:6px;margin:6px 0;padding:4px 10px}
 details:target{outline:2px solid var(--link)}
 summary{cursor:pointer}
@@ -163,8 +164,8 @@ class PageWriter {
   static std::string class_anchor(const std::string& name) { return "class-" + anchor_id(name); }
 
   std::string make_run_anchor(const RunEntry& run) {
-    std::string base = "run-" + anchor_id(run.run_id.empty() ? fmt::format("line{}", run.line)
-                                                              : run.run_id);
+    std::string base =
+        "run-" + anchor_id(run.run_id.empty() ? fmt::format("line{}", run.line) : run.run_id);
     std::string anchor = base;
     for (int n = 2; !anchors_.insert(anchor).second; ++n) {
       anchor = fmt::format("{}-{}", base, n);
@@ -174,9 +175,8 @@ class PageWriter {
 
   void render_class(const std::string& name) {
     auto all = index_.runs_of(name);
-    std::size_t keep = options_.chart_runs == 0
-                           ? all.size()
-                           : std::max(options_.chart_runs, options_.table_runs);
+    std::size_t keep =
+        options_.chart_runs == 0 ? all.size() : std::max(options_.chart_runs, options_.table_runs);
     std::size_t first = all.size() > keep ? all.size() - keep : 0;
     std::vector<ShownRun> shown;
     for (std::size_t i = first; i < all.size(); ++i) {
@@ -193,15 +193,16 @@ class PageWriter {
       }
       shown.push_back(std::move(run));
     }
-    std::size_t chart_count = options_.chart_runs == 0 ? shown.size()
-                                                       : std::min(options_.chart_runs, shown.size());
+    std::size_t chart_count =
+        options_.chart_runs == 0 ? shown.size() : std::min(options_.chart_runs, shown.size());
     std::vector<const ShownRun*> charted;
     for (std::size_t i = shown.size() - chart_count; i < shown.size(); ++i) {
       charted.push_back(&shown[i]);
     }
 
-    fmt::format_to(out_, "<section class=\"runner-class\" id=\"{}\">\n<h2>Runner class <code>{}</code></h2>\n",
-                   class_anchor(name), escape_markup(name));
+    fmt::format_to(
+        out_, "<section class=\"runner-class\" id=\"{}\">\n<h2>Runner class <code>{}</code></h2>\n",
+        class_anchor(name), escape_markup(name));
     fmt::format_to(out_,
                    "<p class=\"note\">{} runs of this class; the charts show the newest {}, oldest "
                    "on the left. Each chart is one size on its own y scale; each point links to "
@@ -250,7 +251,8 @@ class PageWriter {
         chart.title += ", " + size_label(size);
       }
       chart.unit = spec.unit;
-      chart.y_label = fmt::format("{}, {} is better", spec.unit, spec.higher_better ? "higher" : "lower");
+      chart.y_label =
+          fmt::format("{}, {} is better", spec.unit, spec.higher_better ? "higher" : "lower");
       chart.x_label = "runs, oldest to newest (commit sha)";
       chart.css_class = spec.css_class;
       for (const auto* run : runs) {
@@ -263,12 +265,14 @@ class PageWriter {
             point.value = value;
           }
         }
-        point.tooltip = fmt::format("{} {}: {} {} (run {}, {})", run_label(entry),
-                                    entry.generated, point.value ? format_figure(*point.value) : "no value",
+        point.tooltip = fmt::format("{} {}: {} {} (run {}, {})", run_label(entry), entry.generated,
+                                    point.value ? format_figure(*point.value) : "no value",
                                     spec.unit, entry.run_id, entry.node);
         chart.points.push_back(std::move(point));
       }
-      fmt::format_to(out_, "<figure>\n{}<figcaption>{}; {} runs of <code>{}</code>, newest <a href=\"{}\">{}</a>.</figcaption>\n</figure>\n",
+      fmt::format_to(out_,
+                     "<figure>\n{}<figcaption>{}; {} runs of <code>{}</code>, newest <a "
+                     "href=\"{}\">{}</a>.</figcaption>\n</figure>\n",
                      render_svg_chart(chart), spec.source, runs.size(), escape_markup(runner),
                      chart.points.back().href, escape_markup(chart.points.back().label));
       ++charts_;
@@ -380,9 +384,11 @@ class PageWriter {
           "newest run that has.</p>\n");
     }
     auto points = points_of(record);
-    render_verb_table(*newest, points, PointKind::kBandwidth, "Bandwidth (median over repetitions, GB/s)",
+    render_verb_table(*newest, points, PointKind::kBandwidth,
+                      "Bandwidth (median over repetitions, GB/s)",
                       {{"bw_avg_GBs", "avg"}, {"bw_peak_GBs", "peak"}});
-    render_verb_table(*newest, points, PointKind::kLatency, "Latency (median over repetitions, \u00b5s)",
+    render_verb_table(*newest, points, PointKind::kLatency,
+                      "Latency (median over repetitions, \u00b5s)",
                       {{"lat_typical_us", "typical"}, {"lat_p99_us", "p99"}});
     render_other_points(*newest, points);
     render_repeatability(*newest, points);
@@ -404,7 +410,8 @@ class PageWriter {
     if (sizes.empty()) {
       return;
     }
-    fmt::format_to(out_, "<h4>{}</h4>\n<table>\n<tr><th class=\"text\" rowspan=\"2\">size</th>", title);
+    fmt::format_to(out_, "<h4>{}</h4>\n<table>\n<tr><th class=\"text\" rowspan=\"2\">size</th>",
+                   title);
     const char* verbs[] = {"send", "write", "read"};
     for (const char* verb : verbs) {
       fmt::format_to(out_, "<th colspan=\"{}\">{}</th>", metrics.size(), verb);
@@ -452,8 +459,11 @@ class PageWriter {
         continue;
       }
       std::string metric = primary_metric(*point.json);
-      fmt::format_to(out_, "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td>{}<td class=\"text\">{}</td></tr>\n",
-                     escape_markup(point.id), escape_markup(metric), point_cell(run, &point, metric),
+      fmt::format_to(out_,
+                     "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td>{}<td "
+                     "class=\"text\">{}</td></tr>\n",
+                     escape_markup(point.id), escape_markup(metric),
+                     point_cell(run, &point, metric),
                      escape_markup(metric_unit(*point.json, metric)));
     }
     out("</table>\n");
@@ -470,9 +480,8 @@ class PageWriter {
     if (rows.empty()) {
       return;
     }
-    std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
-      return a.first->verb < b.first->verb;
-    });
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const auto& a, const auto& b) { return a.first->verb < b.first->verb; });
     out("<h4>Repeatability over repetitions</h4>\n<table>\n<tr><th class=\"text\">verb</th><th "
         "class=\"text\">point</th><th class=\"text\">metric</th><th>n</th><th>min</th><th>max</th>"
         "<th>range</th><th>mean</th><th>relative spread</th></tr>\n");
@@ -485,14 +494,15 @@ class PageWriter {
       }
       mean /= static_cast<double>(samples.size());
       double range = *hi - *lo;
-      fmt::format_to(out_,
-                     "<tr><td class=\"text\">{}</td><td class=\"text\"><a href=\"#{}-p{}\">{}</a></td><td "
-                     "class=\"text\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                     escape_markup(point->verb.empty() ? "\u2013" : point->verb), run.anchor,
-                     point->index, escape_markup(point->id), escape_markup(metric), samples.size(),
-                     format_figure(*lo), format_figure(*hi), format_figure(range),
-                     format_figure(mean),
-                     mean != 0 ? format_figure(100 * range / std::fabs(mean), 3) + " %" : "\u2013");
+      fmt::format_to(
+          out_,
+          "<tr><td class=\"text\">{}</td><td class=\"text\"><a href=\"#{}-p{}\">{}</a></td><td "
+          "class=\"text\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</"
+          "td></tr>\n",
+          escape_markup(point->verb.empty() ? "\u2013" : point->verb), run.anchor, point->index,
+          escape_markup(point->id), escape_markup(metric), samples.size(), format_figure(*lo),
+          format_figure(*hi), format_figure(range), format_figure(mean),
+          mean != 0 ? format_figure(100 * range / std::fabs(mean), 3) + " %" : "\u2013");
     }
     out("</table>\n<p class=\"note\">Relative spread = range / mean. Differences between runs "
         "smaller than the spread are noise.</p>\n");
@@ -512,8 +522,10 @@ class PageWriter {
       }
       return nullptr;
     };
-    out("<h4>A/B ratios</h4>\n<table>\n<tr><th class=\"text\">pair</th><th class=\"text\">metric</th>"
-        "<th class=\"text\">A (baseline)</th><th class=\"text\">B</th><th>median A</th><th>median B</th>"
+    out("<h4>A/B ratios</h4>\n<table>\n<tr><th class=\"text\">pair</th><th "
+        "class=\"text\">metric</th>"
+        "<th class=\"text\">A (baseline)</th><th class=\"text\">B</th><th>median A</th><th>median "
+        "B</th>"
         "<th>B/A</th><th>spread of B/A</th><th>n</th></tr>\n");
     for (const auto& pair : pairs) {
       std::string name = json_text(pair, "name");
@@ -546,17 +558,19 @@ class PageWriter {
           n = ratios.size();
         }
       }
-      fmt::format_to(out_,
-                     "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td>"
-                     "<td class=\"text\">{}</td>{}{}<td><strong>{}</strong></td><td>{}</td><td>{}</td></tr>\n",
-                     escape_markup(name), escape_markup(metric),
-                     a ? fmt::format("<a href=\"#{}-p{}\">{}</a>", run.anchor, a->index, escape_markup(a->id))
-                       : escape_markup(json_text(pair, "a")) + " (missing)",
-                     b ? fmt::format("<a href=\"#{}-p{}\">{}</a>", run.anchor, b->index, escape_markup(b->id))
-                       : escape_markup(json_text(pair, "b")) + " (missing)",
-                     point_cell(run, a, metric), point_cell(run, b, metric), ratio, spread, n);
+      fmt::format_to(
+          out_,
+          "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td>"
+          "<td class=\"text\">{}</td>{}{}<td><strong>{}</strong></td><td>{}</td><td>{}</td></tr>\n",
+          escape_markup(name), escape_markup(metric),
+          a ? fmt::format("<a href=\"#{}-p{}\">{}</a>", run.anchor, a->index, escape_markup(a->id))
+            : escape_markup(json_text(pair, "a")) + " (missing)",
+          b ? fmt::format("<a href=\"#{}-p{}\">{}</a>", run.anchor, b->index, escape_markup(b->id))
+            : escape_markup(json_text(pair, "b")) + " (missing)",
+          point_cell(run, a, metric), point_cell(run, b, metric), ratio, spread, n);
     }
-    out("</table>\n<p class=\"note\">B/A from medians; the spread is the range of the per-repetition "
+    out("</table>\n<p class=\"note\">B/A from medians; the spread is the range of the "
+        "per-repetition "
         "ratios (A and B measured side by side in the same run).</p>\n");
   }
 
@@ -586,9 +600,10 @@ class PageWriter {
       fmt::format_to(out_,
                      "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td "
                      "class=\"text\">{}</td><td>{}</td><td>{}</td></tr>\n",
-                     escape_markup(json_text(host, "name")), escape_markup(json_text(host, "provider")),
-                     escape_markup(json_text(host, "address")), escape_markup(json_text(host, "vcpus")),
-                     format_optional(t_init));
+                     escape_markup(json_text(host, "name")),
+                     escape_markup(json_text(host, "provider")),
+                     escape_markup(json_text(host, "address")),
+                     escape_markup(json_text(host, "vcpus")), format_optional(t_init));
     }
     out("</table>\n");
   }
@@ -601,7 +616,9 @@ class PageWriter {
 
   void render_details(const ShownRun& shown) {
     const auto& run = index_.runs[shown.index];
-    fmt::format_to(out_, "<details id=\"{}\"><summary>run <strong>{}</strong> \u00b7 <code>{}</code> \u00b7 {} \u00b7 {}</summary>\n<dl>",
+    fmt::format_to(out_,
+                   "<details id=\"{}\"><summary>run <strong>{}</strong> \u00b7 <code>{}</code> "
+                   "\u00b7 {} \u00b7 {}</summary>\n<dl>",
                    shown.anchor, escape_markup(run.run_id.empty() ? "?" : run.run_id),
                    escape_markup(run.sha), escape_markup(run.generated),
                    escape_markup(run.has_ernicctl ? run.status : "rocm-ernic record"));
@@ -628,9 +645,11 @@ class PageWriter {
     definition("status", json_text(part, "status"));
     definition("started", json_text(part, "started"));
     definition("duration (s)", json_text(part, "duration_s"));
-    definition("ernicctl", fmt::format("{} ({})", json_text(part, "version"), json_text(part, "git_sha")));
-    definition("accelerator", json_text(part, "accelerator") +
-                                  (part.value("functional_only", false) ? " (functional only)" : ""));
+    definition("ernicctl",
+               fmt::format("{} ({})", json_text(part, "version"), json_text(part, "git_sha")));
+    definition("accelerator",
+               json_text(part, "accelerator") +
+                   (part.value("functional_only", false) ? " (functional only)" : ""));
     definition("run directory", json_text(part, "run_dir"));
     const auto& environment = part.value("environment", nlohmann::json::object());
     if (environment.is_object()) {
@@ -641,7 +660,8 @@ class PageWriter {
     const auto& tools = part.value("tools", nlohmann::json::object());
     if (tools.is_object()) {
       for (const auto& [key, value] : tools.items()) {
-        definition(("version of " + key).c_str(), value.is_string() ? value.get<std::string>() : value.dump());
+        definition(("version of " + key).c_str(),
+                   value.is_string() ? value.get<std::string>() : value.dump());
       }
     }
     definition("emulator", json_text(part, "emulator"));
@@ -650,35 +670,39 @@ class PageWriter {
     auto points = points_of(*shown.record);
     if (!points.empty()) {
       out("<table>\n<tr><th class=\"text\">point</th><th class=\"text\">status</th><th>reps</th>"
-          "<th class=\"text\">medians</th><th class=\"text\">commands</th><th class=\"text\">log</th></tr>\n");
+          "<th class=\"text\">medians</th><th class=\"text\">commands</th><th "
+          "class=\"text\">log</th></tr>\n");
       for (const auto& point : points) {
         std::string medians;
         for (const auto& metric : metric_names(*point.json)) {
           if (auto value = metric_median(*point.json, metric)) {
-            medians += fmt::format("{}{} = {} {}", medians.empty() ? "" : "<br/>", escape_markup(metric),
-                                   format_figure(*value), escape_markup(metric_unit(*point.json, metric)));
+            medians +=
+                fmt::format("{}{} = {} {}", medians.empty() ? "" : "<br/>", escape_markup(metric),
+                            format_figure(*value), escape_markup(metric_unit(*point.json, metric)));
           }
         }
         std::string commands;
         const auto& command_map = point.json->value("commands", nlohmann::json::object());
         if (command_map.is_object()) {
           for (const auto& [role, command] : command_map.items()) {
-            commands += fmt::format("{}{}: <code>{}</code>", commands.empty() ? "" : "<br/>",
-                                    escape_markup(role),
-                                    escape_markup(command.is_string() ? command.get<std::string>() : command.dump()));
+            commands += fmt::format(
+                "{}{}: <code>{}</code>", commands.empty() ? "" : "<br/>", escape_markup(role),
+                escape_markup(command.is_string() ? command.get<std::string>() : command.dump()));
           }
         }
         std::string status = escape_markup(point.status);
         if (!point.reason.empty()) {
           status += ": " + escape_markup(point.reason);
         }
-        fmt::format_to(out_,
-                       "<tr id=\"{}-p{}\"><td class=\"text\">{}</td><td class=\"text{}\">{}</td><td>{}</td>"
-                       "<td class=\"text\">{}</td><td class=\"text\">{}</td><td class=\"text\"><code>{}</code></td></tr>\n",
-                       shown.anchor, point.index, escape_markup(point.id),
-                       point.status == "passed" ? "" : " failed", status,
-                       escape_markup(json_text(*point.json, "repetitions")), medians, commands,
-                       escape_markup(json_text(*point.json, "log")));
+        fmt::format_to(
+            out_,
+            "<tr id=\"{}-p{}\"><td class=\"text\">{}</td><td class=\"text{}\">{}</td><td>{}</td>"
+            "<td class=\"text\">{}</td><td class=\"text\">{}</td><td "
+            "class=\"text\"><code>{}</code></td></tr>\n",
+            shown.anchor, point.index, escape_markup(point.id),
+            point.status == "passed" ? "" : " failed", status,
+            escape_markup(json_text(*point.json, "repetitions")), medians, commands,
+            escape_markup(log_paths(*point.json)));
       }
       out("</table>\n");
     }
@@ -710,7 +734,8 @@ SiteSummary write_site(const RunIndex& index, const SiteOptions& options,
   std::string html = writer.render();
   summary.page = out_dir / "index.html";
   write_file_atomically(summary.page, html);
-  std::string runner = options.badge_runner.empty() ? newest_runner_class(index) : options.badge_runner;
+  std::string runner =
+      options.badge_runner.empty() ? newest_runner_class(index) : options.badge_runner;
   write_badges(out_dir, render_badges(index, runner));
   summary.runs = index.runs.size();
   summary.runner_classes = index.runner_classes().size();

@@ -13,7 +13,7 @@ struct SiteOptions {
   std::size_t chart_runs = 60;  // newest runs per runner class on the charts (0: all)
   std::size_t table_runs = 10;  // rows of the last-runs table
   std::string title = "ERNIC performance";
-  std::string badge_runner;     // runner class of the badges; empty: the newest run's
+  std::string badge_runner;  // runner class of the badges; empty: the newest run's
 };
 
 // What `ernicctl report` wrote.

@@ -20,7 +20,8 @@ const std::filesystem::path kRocmSample =
 std::set<std::string> ids_in(const std::string& html) {
   std::set<std::string> ids;
   std::regex id(R"re(\sid="([^"]+)")re");
-  for (auto it = std::sregex_iterator(html.begin(), html.end(), id); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), id); it != std::sregex_iterator();
+       ++it) {
     ids.insert((*it)[1]);
   }
   return ids;
@@ -39,7 +40,8 @@ void check_page(const std::string& html) {
   // every in-page link resolves
   auto ids = ids_in(html);
   std::regex href(R"re(href="#([^"]+)")re");
-  for (auto it = std::sregex_iterator(html.begin(), html.end(), href); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), href); it != std::sregex_iterator();
+       ++it) {
     INFO((*it)[1]);
     CHECK(ids.count((*it)[1]) == 1);
   }
@@ -115,20 +117,26 @@ TEST_CASE("the newest run's reference tables come from its points and link to th
   TempDir dir;
   auto file = dir / "history.jsonl";
   nlohmann::json points = nlohmann::json::array();
-  points.push_back(testing::make_point("bw[verb=send,size=4096]", "perftest", {{"verb", "send"}, {"size", "4096"}},
-                                       "bw_avg_GBs", "GB/s", "higher", {0.19, 0.21, 0.20}));
-  points.push_back(testing::make_point("bw[verb=read,size=1048576]", "perftest", {{"verb", "read"}, {"size", "1048576"}},
-                                       "bw_avg_GBs", "GB/s", "higher", {4.83}));
-  points.push_back(testing::make_point("lat[verb=write,size=65536]", "perftest", {{"verb", "write"}, {"size", "65536"}},
-                                       "lat_typical_us", "us", "lower", {330.99, 331.5, 329.0}));
-  points.push_back(testing::make_point("bw[verb=write,size=4096]", "perftest", {{"verb", "write"}, {"size", "4096"}},
-                                       "bw_avg_GBs", "GB/s", "higher", {}, "failed", "Couldn't create CQ"));
-  points.push_back(testing::make_point("tcp[protocol=tcp]", "iperf3", {{"protocol", "tcp"}}, "bandwidth_GBs", "GB/s",
-                                       "higher", {0.34, 0.36}));
+  points.push_back(testing::make_point("bw[verb=send,size=4096]", "perftest",
+                                       {{"verb", "send"}, {"size", "4096"}}, "bw_avg_GBs", "GB/s",
+                                       "higher", {0.19, 0.21, 0.20}));
+  points.push_back(testing::make_point("bw[verb=read,size=1048576]", "perftest",
+                                       {{"verb", "read"}, {"size", "1048576"}}, "bw_avg_GBs",
+                                       "GB/s", "higher", {4.83}));
+  points.push_back(testing::make_point("lat[verb=write,size=65536]", "perftest",
+                                       {{"verb", "write"}, {"size", "65536"}}, "lat_typical_us",
+                                       "us", "lower", {330.99, 331.5, 329.0}));
+  points.push_back(testing::make_point("bw[verb=write,size=4096]", "perftest",
+                                       {{"verb", "write"}, {"size", "4096"}}, "bw_avg_GBs", "GB/s",
+                                       "higher", {}, "failed", "Couldn't create CQ"));
+  points.push_back(testing::make_point("tcp[protocol=tcp]", "iperf3", {{"protocol", "tcp"}},
+                                       "bandwidth_GBs", "GB/s", "higher", {0.34, 0.36}));
   auto record = testing::make_record("5001", "2026-11-30 05:40:00 UTC", "local", points);
   record["badges"]["tcp_bw_GBs"] = 0.35;
-  record["ernicctl"]["ab_pairs"] = {{{"name", "read vs send"}, {"a", "bw[verb=send,size=4096]"},
-                                     {"b", "bw[verb=read,size=1048576]"}, {"metric", "bw_avg_GBs"}}};
+  record["ernicctl"]["ab_pairs"] = {{{"name", "read vs send"},
+                                     {"a", "bw[verb=send,size=4096]"},
+                                     {"b", "bw[verb=read,size=1048576]"},
+                                     {"metric", "bw_avg_GBs"}}};
   ernic::append_history_record(file, record);
   auto index = index_histories({file});
   std::vector<std::string> warnings;
@@ -138,7 +146,8 @@ TEST_CASE("the newest run's reference tables come from its points and link to th
   CHECK(html.find("<a href=\"#run-5001-p1\">4.83</a>") != std::string::npos);  // read 1 MiB
   CHECK(html.find("<a href=\"#run-5001-p2\">331</a>") != std::string::npos);   // write lat typical
   CHECK(html.find("title=\"Couldn&#39;t create CQ\">failed</a>") != std::string::npos);
-  CHECK(html.find("TCP figure (badges.tcp_bw_GBs): <strong>0.35 GB/s</strong>") != std::string::npos);
+  CHECK(html.find("TCP figure (badges.tcp_bw_GBs): <strong>0.35 GB/s</strong>") !=
+        std::string::npos);
   // repeatability: send 4 KiB range 0.02 over mean 0.2 = 10 %
   CHECK(html.find("<td>0.02</td><td>0.2</td><td>10 %</td>") != std::string::npos);
   CHECK(html.find("<td class=\"text\">read vs send</td>") != std::string::npos);
@@ -158,7 +167,8 @@ TEST_CASE("write_site writes the page and the three badges") {
   CHECK(summary.charts == 7);
   CHECK(std::filesystem::exists(dir / "site/index.html"));
   CHECK(testing::read_text(dir / "site/badge-rdma.json") ==
-        testing::read_text(std::filesystem::path(ERNIC_SAMPLES_DIR) / "rocm-ernic-badge-rdma-sample.json"));
+        testing::read_text(std::filesystem::path(ERNIC_SAMPLES_DIR) /
+                           "rocm-ernic-badge-rdma-sample.json"));
   CHECK(std::filesystem::exists(dir / "site/badge-tcp.json"));
   CHECK(std::filesystem::exists(dir / "site/badge-nvmeof.json"));
 }

@@ -49,8 +49,8 @@ std::string render_svg_chart(const ChartSpec& spec) {
   YScale scale = y_scale_for(max_value);
   std::size_t n = spec.points.size();
   auto x_of = [&](std::size_t i) {
-    return kLeft + (n <= 1 ? kPlotWidth / 2 : kPlotWidth * static_cast<double>(i) /
-                                                  static_cast<double>(n - 1));
+    return kLeft + (n <= 1 ? kPlotWidth / 2
+                           : kPlotWidth * static_cast<double>(i) / static_cast<double>(n - 1));
   };
   auto y_of = [&](double v) {
     double clamped = std::clamp(v, 0.0, scale.top);
@@ -67,8 +67,8 @@ std::string render_svg_chart(const ChartSpec& spec) {
       escape_markup(title_id));
   out += fmt::format("<title id=\"{}\">{} ({})</title>\n", escape_markup(title_id),
                      escape_markup(spec.title), escape_markup(spec.unit));
-  out += fmt::format("<rect class=\"plot\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\n",
-                     kLeft, kTop, kPlotWidth, kPlotHeight);
+  out += fmt::format("<rect class=\"plot\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\n", kLeft,
+                     kTop, kPlotWidth, kPlotHeight);
   out += fmt::format("<text class=\"chart-title\" x=\"{}\" y=\"18\">{}</text>\n", kLeft,
                      escape_markup(spec.title));
 
@@ -109,8 +109,9 @@ std::string render_svg_chart(const ChartSpec& spec) {
       out += x_label(n - 1);
     }
   }
-  out += fmt::format("<text class=\"axis-label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
-                     kLeft + kPlotWidth / 2, kHeight - 10, escape_markup(spec.x_label));
+  out +=
+      fmt::format("<text class=\"axis-label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
+                  kLeft + kPlotWidth / 2, kHeight - 10, escape_markup(spec.x_label));
 
   // the line, broken where a run has no value
   std::string path;
@@ -151,8 +152,9 @@ std::string render_svg_chart(const ChartSpec& spec) {
         x > kLeft + kPlotWidth * 0.6 ? "end" : "start", format_figure(value),
         escape_markup(spec.unit));
   } else {
-    out += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">no values</text>\n",
-                       kLeft + kPlotWidth / 2, kTop + kPlotHeight / 2);
+    out += fmt::format(
+        "<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">no values</text>\n",
+        kLeft + kPlotWidth / 2, kTop + kPlotHeight / 2);
   }
   out += "</svg>\n";
   return out;

@@ -8,10 +8,10 @@ namespace ernic::reports {
 
 // One run on a trend chart's x axis.
 struct ChartPoint {
-  std::string label;              // the commit sha, shown under the axis
-  std::optional<double> value;    // a gap in the line when absent
-  std::string href;               // where the point links: the run's details
-  std::string tooltip;            // the point's <title>
+  std::string label;            // the commit sha, shown under the axis
+  std::optional<double> value;  // a gap in the line when absent
+  std::string href;             // where the point links: the run's details
+  std::string tooltip;          // the point's <title>
 };
 
 // A single-series line chart: one metric at one size for one runner class, so it has exactly

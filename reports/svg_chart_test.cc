@@ -17,8 +17,8 @@ ChartSpec spec_with(std::vector<std::optional<double>> values) {
   spec.x_label = "runs, oldest to newest (commit sha)";
   spec.css_class = "s-bandwidth";
   for (std::size_t i = 0; i < values.size(); ++i) {
-    spec.points.push_back({"sha" + std::to_string(i), values[i], "#run-" + std::to_string(i),
-                           "tip & <run>"});
+    spec.points.push_back(
+        {"sha" + std::to_string(i), values[i], "#run-" + std::to_string(i), "tip & <run>"});
   }
   return spec;
 }

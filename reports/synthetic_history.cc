@@ -45,8 +45,8 @@ nlohmann::json synthetic_record(std::size_t index, const SyntheticOptions& optio
   std::string sha = fmt::format("{:08x}", static_cast<std::uint32_t>(rng()));
 
   static constexpr PointSpec kPoints[] = {
-      {"bw", "send", 4096},   {"bw", "send", 65536},    {"bw", "send", 1048576},
-      {"bw", "write", 65536}, {"lat", "send", 4096},    {"lat", "send", 65536},
+      {"bw", "send", 4096},     {"bw", "send", 65536}, {"bw", "send", 1048576},
+      {"bw", "write", 65536},   {"lat", "send", 4096}, {"lat", "send", 65536},
       {"lat", "send", 1048576}, {"tcp", "", 0},
   };
   nlohmann::json points = nlohmann::json::array();
@@ -64,7 +64,8 @@ nlohmann::json synthetic_record(std::size_t index, const SyntheticOptions& optio
       if (kind == "bw") {
         double base = spec.size == 4096 ? 0.3 : (spec.size == 65536 ? 2.4 : 5.5);
         double avg = round_to(base * scale * noise(rng), 3);
-        metrics = {{"bw_avg_GBs", avg}, {"bw_peak_GBs", round_to(avg * 1.04, 3)},
+        metrics = {{"bw_avg_GBs", avg},
+                   {"bw_peak_GBs", round_to(avg * 1.04, 3)},
                    {"msg_rate_mpps", round_to(avg * 1e3 / static_cast<double>(spec.size), 4)}};
         primary.push_back(avg * 1.04);
       } else if (kind == "lat") {
@@ -77,26 +78,32 @@ nlohmann::json synthetic_record(std::size_t index, const SyntheticOptions& optio
         metrics = {{"bandwidth_GBs", bw}};
         primary.push_back(bw);
       }
-      samples.push_back({{"rep", rep}, {"warm", rep > 1}, {"duration_s", 1.5}, {"metrics", metrics}});
+      samples.push_back(
+          {{"rep", rep}, {"warm", rep > 1}, {"duration_s", 1.5}, {"metrics", metrics}});
     }
     std::sort(primary.begin(), primary.end());
     double median = primary[primary.size() / 2];
     std::string kind = spec.kind;
     if (kind == "tcp") {
-      point = {{"id", "tcp[protocol=tcp,reverse=false]"}, {"benchmark", "tcp"}, {"tool", "iperf3"},
+      point = {{"id", "tcp[protocol=tcp,reverse=false]"},
+               {"benchmark", "tcp"},
+               {"tool", "iperf3"},
                {"params", {{"protocol", "tcp"}, {"reverse", "false"}, {"duration", "2000"}}},
-               {"commands", {{"server", "iperf3 -s -1 --bind 10.77.0.1 -J"},
-                             {"client", "iperf3 -c 10.77.0.1 -t 2 -b 0 -J"}}},
+               {"commands",
+                {{"server", "iperf3 -s -1 --bind 10.77.0.1 -J"},
+                 {"client", "iperf3 -c 10.77.0.1 -t 2 -b 0 -J"}}},
                {"metrics", {{"bandwidth_GBs", {{"unit", "GB/s"}, {"better", "higher"}}}}}};
       tcp_median = median;
     } else {
       std::string tool = fmt::format("ib_{}_{}", spec.verb, kind);
-      point = {{"id", fmt::format("{}[verb={},size={}]", kind, spec.verb, spec.size)},
-               {"benchmark", kind == "bw" ? "bandwidth" : "latency"},
-               {"tool", "perftest"},
-               {"params", {{"verb", spec.verb}, {"size", std::to_string(spec.size)}}},
-               {"commands", {{"server", fmt::format("{} -d rxe0 -x 1 -s {} -n 1000", tool, spec.size)},
-                             {"client", fmt::format("{} -d rxe0 -x 1 -s {} -n 1000 10.77.0.1", tool, spec.size)}}}};
+      point = {
+          {"id", fmt::format("{}[verb={},size={}]", kind, spec.verb, spec.size)},
+          {"benchmark", kind == "bw" ? "bandwidth" : "latency"},
+          {"tool", "perftest"},
+          {"params", {{"verb", spec.verb}, {"size", std::to_string(spec.size)}}},
+          {"commands",
+           {{"server", fmt::format("{} -d rxe0 -x 1 -s {} -n 1000", tool, spec.size)},
+            {"client", fmt::format("{} -d rxe0 -x 1 -s {} -n 1000 10.77.0.1", tool, spec.size)}}}};
       if (kind == "bw") {
         point["metrics"] = {{"bw_avg_GBs", {{"unit", "GB/s"}, {"better", "higher"}}},
                             {"bw_peak_GBs", {{"unit", "GB/s"}, {"better", "higher"}}},
@@ -113,7 +120,8 @@ nlohmann::json synthetic_record(std::size_t index, const SyntheticOptions& optio
     point["status"] = "passed";
     point["reason"] = nullptr;
     point["repetitions"] = options.repetitions;
-    point["log"] = fmt::format("steps/{:03}-{}.log", points.size() + 1, point["id"].get<std::string>());
+    point["log"] =
+        fmt::format("steps/{:03}-{}.log", points.size() + 1, point["id"].get<std::string>());
     point["samples"] = std::move(samples);
     points.push_back(std::move(point));
   }
@@ -124,7 +132,8 @@ nlohmann::json synthetic_record(std::size_t index, const SyntheticOptions& optio
   record["node"] = hosted ? "fv-az123" : "ernic-lab-1";
   record["runner"] = runner;
   record["series"] = {{"bandwidth", series_bw}, {"latency", series_lat}};
-  record["badges"] = {{"rdma_bw_GBs", series_bw["1048576"]}, {"tcp_bw_GBs", round_to(tcp_median, 3)},
+  record["badges"] = {{"rdma_bw_GBs", series_bw["1048576"]},
+                      {"tcp_bw_GBs", round_to(tcp_median, 3)},
                       {"nvmeof_iops_M", nullptr}};
   record["ernicctl"] = {
       {"schema", 1},
@@ -134,21 +143,36 @@ nlohmann::json synthetic_record(std::size_t index, const SyntheticOptions& optio
       {"started", timestamp(index, "%Y-%m-%dT%H:%M:%SZ")},
       {"duration_s", 42.5},
       {"run_dir", fmt::format("runs/{}-synthetic", timestamp(index, "%Y%m%dT%H%M%SZ"))},
-      {"scenario", {{"name", "synthetic"}, {"path", "scenarios/synthetic.yaml"},
-                    {"sha256", fmt::format("{:016x}", options.seed)}}},
+      {"scenario",
+       {{"name", "synthetic"},
+        {"path", "scenarios/synthetic.yaml"},
+        {"sha256", fmt::format("{:016x}", options.seed)}}},
       {"accelerator", "kvm"},
       {"functional_only", false},
-      {"environment", {{"hostname", record["node"]}, {"kernel", "6.1.0-28-amd64"},
-                       {"cpu_model", "synthetic CPU"}, {"cpu_cores", 2}}},
-      {"hosts", {{{"name", "guest1"}, {"provider", "libvirt"}, {"address", "192.168.200.10"},
-                  {"t_init_s", round_to(30 * noise(rng), 2)}, {"vcpus", 4}},
-                 {{"name", "guest2"}, {"provider", "libvirt"}, {"address", "192.168.200.20"},
-                  {"t_init_s", round_to(31 * noise(rng), 2)}, {"vcpus", 4}}}},
+      {"environment",
+       {{"hostname", record["node"]},
+        {"kernel", "6.1.0-28-amd64"},
+        {"cpu_model", "synthetic CPU"},
+        {"cpu_cores", 2}}},
+      {"hosts",
+       {{{"name", "guest1"},
+         {"provider", "libvirt"},
+         {"address", "192.168.200.10"},
+         {"t_init_s", round_to(30 * noise(rng), 2)},
+         {"vcpus", 4}},
+        {{"name", "guest2"},
+         {"provider", "libvirt"},
+         {"address", "192.168.200.20"},
+         {"t_init_s", round_to(31 * noise(rng), 2)},
+         {"vcpus", 4}}}},
       {"tools", {{"perftest", "6.06"}, {"iperf3", "3.12"}}},
       {"emulator", {{"kind", "embedded"}}},
       {"points", std::move(points)},
-      {"ab_pairs", {{{"name", "write vs send at 64 KiB"}, {"a", "bw[verb=send,size=65536]"},
-                     {"b", "bw[verb=write,size=65536]"}, {"metric", "bw_avg_GBs"}}}},
+      {"ab_pairs",
+       {{{"name", "write vs send at 64 KiB"},
+         {"a", "bw[verb=send,size=65536]"},
+         {"b", "bw[verb=write,size=65536]"},
+         {"metric", "bw_avg_GBs"}}}},
   };
   return record;
 }

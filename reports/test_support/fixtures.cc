@@ -41,8 +41,8 @@ nlohmann::json make_point(const std::string& id, const std::string& tool,
                           const std::string& reason) {
   nlohmann::json samples = nlohmann::json::array();
   for (std::size_t i = 0; i < values.size(); ++i) {
-    samples.push_back({{"rep", i + 1}, {"warm", i > 0}, {"duration_s", 1.0},
-                       {"metrics", {{metric, values[i]}}}});
+    samples.push_back(
+        {{"rep", i + 1}, {"warm", i > 0}, {"duration_s", 1.0}, {"metrics", {{metric, values[i]}}}});
   }
   nlohmann::json point = {
       {"id", id},
@@ -79,10 +79,15 @@ nlohmann::json make_record(const std::string& run_id, const std::string& generat
         {"started", "2026-11-30T05:40:00Z"},
         {"duration_s", 12.5},
         {"run_dir", "runs/" + run_id},
-        {"scenario", {{"name", scenario}, {"path", "scenarios/" + scenario + ".yaml"}, {"sha256", "abc"}}},
+        {"scenario",
+         {{"name", scenario}, {"path", "scenarios/" + scenario + ".yaml"}, {"sha256", "abc"}}},
         {"accelerator", "kvm"},
         {"functional_only", false},
-        {"hosts", {{{"name", "server"}, {"provider", "netns"}, {"address", "10.77.0.1"}, {"t_init_s", 0.02}}}},
+        {"hosts",
+         {{{"name", "server"},
+           {"provider", "netns"},
+           {"address", "10.77.0.1"},
+           {"t_init_s", 0.02}}}},
         {"tools", {{"iperf3", "3.12"}}},
         {"points", std::move(points)}}},
   };

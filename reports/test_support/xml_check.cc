@@ -20,9 +20,9 @@ DocPtr parse(std::string_view text, std::string* error) {
                            XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING));
   if (!doc && error) {
     const xmlError* last = xmlGetLastError();
-    *error = last && last->message ? std::string(last->message) + " at line " +
-                                         std::to_string(last->line)
-                                   : "unknown XML error";
+    *error = last && last->message
+                 ? std::string(last->message) + " at line " + std::to_string(last->line)
+                 : "unknown XML error";
   }
   return doc;
 }
