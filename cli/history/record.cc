@@ -200,7 +200,7 @@ nlohmann::json build_history_record(const Scenario& scenario, const RunResult& r
       {"environment", environment},
       {"hosts", hosts},
       {"tools", run.tool_versions},
-      {"emulator", {{"kind", scenario.emulator.kind}}},
+      {"emulator", run.emulator.is_null() ? json{{"kind", scenario.emulator.kind}} : run.emulator},
       {"points", points},
       {"ab_pairs", ab_pairs},
   };

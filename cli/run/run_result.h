@@ -54,6 +54,7 @@ struct RunResult {
   std::vector<HostRecord> hosts;
   std::map<std::string, std::string> tool_versions;
   std::vector<PointResult> points;
+  nlohmann::json emulator;  // what the emulator kind records about its instances
 };
 
 const char* to_string(PointStatus status);
