@@ -57,15 +57,9 @@ history:
   }
   auto history = root / "history.jsonl";
   SpawnOptions options;
-  options.argv = {ERNIC_BINARY,
-                  "run",
-                  (root / "rdma.yaml").string(),
-                  "--runs-dir",
-                  (root / "runs").string(),
-                  "--set",
-                  "history.path=" + history.string(),
-                  "--output",
-                  "json"};
+  options.argv = {
+      ERNIC_BINARY, "run", (root / "rdma.yaml").string(), "--runs-dir", (root / "runs").string(),
+      "--output",   "json"};
   options.env = tools.environment();
   auto process = Subprocess::spawn(options, nullptr);
   REQUIRE(process->wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(60), false) ==
