@@ -27,7 +27,7 @@ struct EmulatorFlags {
   std::string token_file;
   std::string bind = "127.0.0.1";
   std::string segment = "256KiB";
-  unsigned spin_us = 50;
+  unsigned spin_us = 20;
   std::string protocol_version;
 };
 

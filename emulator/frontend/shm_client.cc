@@ -1,6 +1,7 @@
 #include "frontend/shm_client.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -289,6 +290,8 @@ bool ShmClient::wait(std::chrono::microseconds spin, std::chrono::milliseconds t
     if (has_any()) {
       return true;
     }
+    // Spin politely: on two cores the instance we wait for may need this CPU.
+    sched_yield();
   }
   const auto deadline = start + timeout;
   while (true) {

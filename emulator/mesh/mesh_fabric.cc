@@ -495,6 +495,7 @@ bool MeshFabric::on_control(Connection& c, const FrameHeader& h, std::span<const
     }
     c.peer = node.id;
     peers_[node.id] = &c;
+    ++stats_.peers;
     log_.info("mesh: worker {} registered from {} (GIDs: {})", node.id, c.label,
               fmt::join(node.gids, ","));
     nodes_.push_back(node);

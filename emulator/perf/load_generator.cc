@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -23,8 +24,21 @@ namespace ernic::emu::perf {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
-constexpr std::uint64_t kBufferBudget = 64u << 20;  // per QP
-constexpr auto kSpin = std::chrono::microseconds(20);
+constexpr std::uint64_t kBufferBudget = 2u << 20;         // per QP
+constexpr std::uint64_t kVerifyBufferBudget = 64u << 20;  // per QP
+// How long the load generator busy-polls before it blocks. Latency tests spin (a wake-up
+// costs tens of microseconds here); bandwidth tests block at once, because with a deep window
+// there is always work queued and a spinning client only takes CPU from the instances (on two
+// cores it halved the bandwidth). ERNIC_PERF_SPIN_US overrides both.
+std::chrono::microseconds g_spin{0};
+std::chrono::microseconds spin_window() {
+  return g_spin;
+}
+void choose_spin(Mode mode) {
+  const char* env = std::getenv("ERNIC_PERF_SPIN_US");
+  g_spin = std::chrono::microseconds(env != nullptr ? std::atol(env)
+                                                    : (mode == Mode::kLatency ? 50 : 0));
+}
 
 double usec_between(SteadyClock::time_point a, SteadyClock::time_point b) {
   return std::chrono::duration<double, std::micro>(b - a).count();
@@ -80,8 +94,11 @@ struct Endpoint {
 
   Endpoint(const PerfOptions& o, std::uint64_t max_size) : client(o.socket) {
     slot_size = std::max<std::uint64_t>(max_size, 64);
-    slots = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(
-        kBufferBudget / slot_size, 2, std::max<std::uint32_t>(o.tx_depth, 2)));
+    // Without --verify messages may share buffers (perftest uses one): a small working set
+    // stays in the CPU caches, as iperf3's does. With it, every message in flight owns a slot.
+    const std::uint64_t budget = o.verify ? kVerifyBufferBudget : kBufferBudget;
+    slots = static_cast<std::uint32_t>(
+        std::clamp<std::uint64_t>(budget / slot_size, 2, std::max<std::uint32_t>(o.tx_depth, 2)));
     pd = client.alloc_pd();
     cq = client.create_cq();
     for (std::uint32_t i = 0; i < o.qps; ++i) {
@@ -145,7 +162,7 @@ struct Endpoint {
   ShmClient::Completion next(int timeout_seconds, const char* side) {
     ShmClient::Completion c;
     while (client.poll_cq(cq, {&c, 1}) == 0) {
-      if (!client.wait(kSpin, std::chrono::milliseconds(timeout_seconds * 1000))) {
+      if (!client.wait(spin_window(), std::chrono::milliseconds(timeout_seconds * 1000))) {
         throw std::runtime_error(
             fmt::format("Timed out: no completion for {} s at the {}", timeout_seconds, side));
       }
@@ -339,7 +356,7 @@ void wait_for_marker(const std::byte* p, std::byte marker, int timeout_seconds) 
       if (waited > std::chrono::seconds(timeout_seconds)) {
         throw std::runtime_error("Timed out waiting for the peer's RDMA WRITE");
       }
-      if (waited > kSpin) {
+      if (waited > spin_window()) {
         sched_yield();
       }
     }
@@ -678,6 +695,7 @@ int run_server(const PerfOptions& o, std::ostream& out) {
 
 int run_load_generator(const PerfOptions& o, std::ostream& out, std::ostream& err) {
   try {
+    choose_spin(o.mode);
     return o.server.empty() ? run_server(o, out) : run_client(o, out);
   } catch (const std::exception& e) {
     out.flush();

@@ -38,4 +38,9 @@ struct MicroOptions {
 };
 int run_micro(const MicroOptions& options, std::ostream& out, std::ostream& err);
 
+// The baseline for latency ratios: a busy-polling TCP ping-pong between two threads over
+// loopback (no instance involved).
+int run_tcp_pingpong(std::uint64_t size, std::uint64_t iterations, std::ostream& out,
+                     std::ostream& err);
+
 }  // namespace ernic::emu::perf

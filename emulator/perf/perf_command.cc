@@ -28,6 +28,10 @@ struct PerfFlags {
 };
 
 int run(const PerfFlags& f) {
+  if (f.socket.empty() && f.mode != "tcp_pingpong") {
+    std::cerr << "ernicctl perf: --socket PATH (the instance to attach to) is required\n";
+    return kExitBadInput;
+  }
   if (f.mode == "micro") {
     MicroOptions m;
     m.socket = f.socket;
@@ -35,6 +39,14 @@ int run(const PerfFlags& f) {
     m.iterations = f.iterations == 0 ? 2000 : f.iterations;
     m.idle_seconds = f.idle_seconds;
     return run_micro(m, std::cout, std::cerr);
+  }
+  if (f.mode == "tcp_pingpong") {
+    auto size = parse_size(f.size.empty() ? "4096" : f.size);
+    if (!size || *size == 0 || *size > (64u << 20)) {
+      std::cerr << "ernicctl perf: -s must be a size between 1 byte and 64 MiB\n";
+      return kExitBadInput;
+    }
+    return run_tcp_pingpong(*size, f.iterations == 0 ? 2000 : f.iterations, std::cout, std::cerr);
   }
   PerfOptions o;
   const auto underscore = f.mode.find('_');
@@ -83,11 +95,12 @@ void register_perf(CLI::App& app, CommandContext& context) {
   auto f = std::make_shared<PerfFlags>();
   CLI::App* cmd = app.add_subcommand(
       "perf", "perftest-equivalent load generator attached to an embedded emulator instance");
-  cmd->add_option("test", f->mode,
-                  "send_bw | write_bw | read_bw | send_lat | write_lat | read_lat | micro")
+  cmd->add_option(
+         "test", f->mode,
+         "send_bw | write_bw | read_bw | send_lat | write_lat | read_lat | micro | tcp_pingpong")
       ->required();
   cmd->add_option("server", f->server, "server address: run as the client");
-  cmd->add_option("--socket", f->socket, "socket of the instance to attach to")->required();
+  cmd->add_option("--socket", f->socket, "socket of the instance to attach to");
   cmd->add_option("--peer-socket", f->peer_socket,
                   "micro: a second instance for the mesh round trip");
   cmd->add_option("-s,--size", f->size, "message size");

@@ -1,5 +1,6 @@
 #include "runtime/event_loop.h"
 
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -132,6 +133,10 @@ void EventLoop::run() {
       last_work = now;
     }
     bool block = !worked && now - last_work >= spin_;
+    if (!worked && !block) {
+      // Spinning: let a runnable process (a client, the peer instance) have the CPU first.
+      sched_yield();
+    }
     if (block) {
       for (auto& [id, poller] : pollers_) {
         if (poller.prepare_to_block && !poller.prepare_to_block()) {

@@ -37,7 +37,7 @@ struct InstanceConfig {
   std::string token;
   std::string bind = "127.0.0.1";
   std::uint32_t segment_size = 256u << 10;
-  std::chrono::microseconds spin{50};
+  std::chrono::microseconds spin{20};
   std::uint16_t protocol_major = 0;  // 0: the current version (tests override)
   std::uint16_t protocol_minor = 0;
 };
