@@ -1,0 +1,89 @@
+// No replay here: the perftest module against the real thing ernicctl ships, its load generator
+// (`ernicctl perf`) on two instances of the embedded emulator, through `ernicctl run`.
+#include <fmt/format.h>
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "common/subprocess.h"
+#include "replay_tools.h"
+
+namespace ernic {
+namespace {
+
+TEST_CASE("perftest module drives ernicctl's load generator on embedded emulator instances",
+          "[driver][embedded]") {
+  std::string pattern =
+      (std::filesystem::temp_directory_path() / "ernic-embedded-perftest-XXXXXX").string();
+  REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+  std::filesystem::path root = pattern;
+  std::uint16_t port = testing::unused_tcp_port();
+  if (port > 64990) {
+    port = 40000;
+  }
+  {
+    std::ofstream scenario(root / "embedded.yaml");
+    scenario << fmt::format(R"(version: 1
+name: embedded-perftest
+runner: local
+emulator: {{kind: embedded, instances: 2}}
+hosts:
+  - {{name: server, provider: embedded, instance: 1}}
+  - {{name: client, provider: embedded, instance: 2}}
+benchmarks:
+  - name: rdma
+    tool: perftest
+    server: server
+    client: client
+    port: {}
+    timeout: 60s
+    params: {{verb: send, mode: [bw, lat], size: [4KiB, 1MiB], iterations: 100}}
+history:
+  path: {}
+)",
+                            port, (root / "history.jsonl").string());
+  }
+  SpawnOptions options;
+  options.argv = {ERNIC_BINARY,
+                  "run",
+                  (root / "embedded.yaml").string(),
+                  "--runs-dir",
+                  (root / "runs").string(),
+                  "--output",
+                  "json"};
+  auto process = Subprocess::spawn(options, nullptr);
+  REQUIRE(process->wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(120),
+                              false) == Subprocess::WaitEnd::kExited);
+  process->finish_output();
+  INFO(process->stderr_text());
+  REQUIRE(process->exit_code() == 0);
+
+  std::string line = testing::read_text_file(root / "history.jsonl");
+  nlohmann::json record = nlohmann::json::parse(line.substr(0, line.find('\n')));
+  const auto& bandwidth = record["series"]["bandwidth"];
+  CHECK(bandwidth["4096"].get<double>() > 0);
+  CHECK(bandwidth["1048576"].get<double>() > 0);
+  CHECK(record["badges"]["rdma_bw_GBs"].get<double>() == bandwidth["1048576"].get<double>());
+  CHECK(record["series"]["latency"]["4096"].get<double>() > 0);
+  const auto& points = record["ernicctl"]["points"];
+  REQUIRE(points.size() == 4);
+  for (const auto& point : points) {
+    INFO(point.dump());
+    CHECK(point["status"] == "passed");
+    CHECK_THAT(point["commands"]["client"].get<std::string>(), Catch::Contains(" perf send_") &&
+                                                                   Catch::Contains(" --socket ") &&
+                                                                   Catch::EndsWith(" 127.0.0.1"));
+    const auto& metrics = point["samples"][0]["metrics"];
+    if (point["params"]["mode"] == "lat") {
+      CHECK(metrics["lat_min_us"].get<double>() <= metrics["lat_typical_us"].get<double>());
+      CHECK(metrics["lat_typical_us"].get<double>() <= metrics["lat_max_us"].get<double>());
+    } else {
+      CHECK(metrics["bw_avg_GBs"].get<double>() > 0);
+    }
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(root, ignored);
+}
+
+}  // namespace
+}  // namespace ernic
