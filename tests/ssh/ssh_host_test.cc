@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/interrupt.h"
 #include "sshd_fixture.h"
 
 namespace ernic {
@@ -159,6 +160,29 @@ TEST_CASE("destroying a running ssh command stops the remote process", "[ssh]") 
     }
     REQUIRE(testing::process_running(sleeper));
   }
+  auto deadline = Clock::now() + 3s;
+  while (testing::process_running(sleeper) && Clock::now() < deadline) {
+    std::this_thread::sleep_for(50ms);
+  }
+  CHECK_FALSE(testing::process_running(sleeper));
+}
+
+TEST_CASE("Ctrl-C stops a running ssh command and its remote process", "[ssh]") {
+  SshdInNamespace server;
+  SshHost host = server.connect();
+  const std::vector<std::string> sleeper{"sleep", "141.421"};
+  auto command = host.start(CommandSpec{sleeper, 0ms, {}}, nullptr);
+  Interrupt::reset();
+  std::jthread presser([] {
+    std::this_thread::sleep_for(300ms);
+    Interrupt::request();
+  });
+  auto started = Clock::now();
+  CommandResult result = command->wait(Clock::time_point::max());
+  Interrupt::reset();
+  CHECK(result.interrupted);
+  CHECK_FALSE(result.timed_out);
+  CHECK(seconds_since(started) < 4.0);
   auto deadline = Clock::now() + 3s;
   while (testing::process_running(sleeper) && Clock::now() < deadline) {
     std::this_thread::sleep_for(50ms);
