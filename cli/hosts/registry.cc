@@ -7,6 +7,7 @@ const std::vector<HostProvider*>& all_host_providers() {
   static const std::vector<HostProvider*> providers = {
       &local_provider(),
       &netns_provider(),
+      &embedded_provider(),
       &ssh_host_provider(),
   };
   return providers;

@@ -1,0 +1,12 @@
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "common/command_context.h"
+
+namespace ernic {
+
+// `ernicctl doctor`: checks this machine for what scenarios need and says how to fix each gap.
+void register_doctor_command(CLI::App& app, CommandContext& context);
+
+}  // namespace ernic

@@ -1,0 +1,256 @@
+// End to end under libvirt, for real: image build (cached), two TCG guests, SSH verified with the
+// image's host keys, and nothing left behind after teardown or after Ctrl-C while guests boot.
+#include <dirent.h>
+#include <fmt/format.h>
+#include <libvirt/libvirt.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+
+#include "hosts/libvirt_connection.h"
+#include "hosts/libvirt_provider.h"
+#include "image/image_builder.h"
+#include "image/local_process.h"
+#include "run/cleanup_stack.h"
+
+namespace ernic {
+namespace {
+namespace fs = std::filesystem;
+using SteadyClock = std::chrono::steady_clock;
+
+std::atomic<bool> g_interrupted{false};
+void on_sigint(int /*signal*/) {
+  g_interrupted.store(true);
+}
+
+std::string random_token() {
+  std::random_device device;
+  return fmt::format("{:06x}", device() & 0xffffff);
+}
+
+fs::path make_run_dir(const std::string& token) {
+  fs::path dir = fs::temp_directory_path() / ("ernic-libvirt-e2e-" + token);
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms(0755));
+  return dir;
+}
+
+// Everything of run `token` that still exists: domains, networks, pools, overlay folder, QEMU
+// processes. Empty when teardown was complete.
+std::vector<std::string> leftovers(const std::string& token) {
+  std::vector<std::string> found;
+  std::string prefix = "ernic-" + token;
+  LibvirtConnection connection("qemu:///system");
+  virDomainPtr* domains = nullptr;
+  int count = virConnectListAllDomains(connection.get(), &domains, 0);
+  for (int i = 0; i < count; ++i) {
+    std::string name = virDomainGetName(domains[i]);
+    if (name.rfind(prefix, 0) == 0) {
+      found.push_back("domain " + name);
+    }
+    virDomainFree(domains[i]);
+  }
+  free(domains);
+  virNetworkPtr* networks = nullptr;
+  count = virConnectListAllNetworks(connection.get(), &networks, 0);
+  for (int i = 0; i < count; ++i) {
+    std::string name = virNetworkGetName(networks[i]);
+    if (name.rfind(prefix, 0) == 0) {
+      found.push_back("network " + name);
+    }
+    virNetworkFree(networks[i]);
+  }
+  free(networks);
+  virStoragePoolPtr* pools = nullptr;
+  count = virConnectListAllStoragePools(connection.get(), &pools, 0);
+  for (int i = 0; i < count; ++i) {
+    std::string name = virStoragePoolGetName(pools[i]);
+    if (name.rfind(prefix, 0) == 0) {
+      found.push_back("storage pool " + name);
+    }
+    virStoragePoolFree(pools[i]);
+  }
+  free(pools);
+  if (fs::exists(fs::path("/var/lib/libvirt/images") / prefix)) {
+    found.push_back("overlay folder /var/lib/libvirt/images/" + prefix);
+  }
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::ifstream cmdline(entry.path() / "cmdline");
+    std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    if (text.find("guest=" + prefix) != std::string::npos) {
+      found.push_back("process " + entry.path().filename().string());
+    }
+  }
+  return found;
+}
+
+HostSpec guest_entry(const std::string& name) {
+  HostSpec spec;
+  spec.name = name;
+  spec.provider = "libvirt";
+  spec.config = YAML::Load(fmt::format(R"(
+name: {}
+provider: libvirt
+libvirt:
+  image: {}/images/debian12-rdma.yaml
+  vcpus: 1
+  memory: 768MiB
+  accelerator: tcg
+  timeouts: {{running: 60s, ssh: 900s, host_key: 180s}}
+)",
+                                       name, ERNIC_SOURCE_DIR));
+  return spec;
+}
+
+YAML::Node scenario_with_subnet(const std::string& subnet) {
+  return YAML::Load(fmt::format("libvirt: {{network: {{subnet: {}}}}}", subnet));
+}
+
+// The system ssh client, verifying against the known_hosts the provider wrote.
+LocalProcessResult ssh_run(const GuestSshTarget& target, const std::string& command) {
+  LocalProcessOptions options;
+  options.timeout = std::chrono::seconds(120);
+  return run_local(
+      {"ssh", "-i", target.private_key.string(), "-o", "BatchMode=yes", "-o",
+       "StrictHostKeyChecking=yes", "-o", "UserKnownHostsFile=" + target.known_hosts.string(), "-o",
+       "GlobalKnownHostsFile=/dev/null", "-o", "ConnectTimeout=60", "-l", target.user,
+       target.address, command},
+      options);
+}
+
+struct Daemons {
+  Daemons() { daemons.ensure_running(std::chrono::seconds(120)); }
+  ~Daemons() { daemons.stop_started(); }
+  LibvirtDaemons daemons;
+};
+
+TEST_CASE(
+    "two TCG guests boot from the built image, answer SSH with the image's host key, and "
+    "teardown leaves nothing",
+    "[libvirt][e2e]") {
+  REQUIRE(::geteuid() == 0);
+  Daemons daemons;
+
+  auto build_started = SteadyClock::now();
+  ImageBuildOptions build;
+  build.progress = [](const std::string& line) { std::cerr << "image: " << line << "\n"; };
+  auto image = build_image(
+      load_image_recipe(fs::path(ERNIC_SOURCE_DIR) / "images/debian12-rdma.yaml"), build);
+  double build_seconds = std::chrono::duration<double>(SteadyClock::now() - build_started).count();
+  std::cerr << fmt::format("TIMING image {}: {:.1f} s\n", image.cached ? "cached" : "built",
+                           build_seconds);
+  REQUIRE(image.image.host_keys.size() == 2);
+
+  std::string token = random_token();
+  fs::path run_dir = make_run_dir(token);
+  {
+    CleanupStack cleanup;
+    ProviderContext context;
+    context.run_dir = run_dir;
+    context.run_token = token;
+    context.scenario = scenario_with_subnet("192.168.231.0/24");
+    context.cleanup = &cleanup;
+    LibvirtProvider provider;
+    provider.set_progress(
+        [](const std::string& line) { std::cerr << "libvirt: " << line << "\n"; });
+
+    auto boot_started = SteadyClock::now();
+    auto hosts = provider.create({guest_entry("g1"), guest_entry("g2")}, context);
+    double boot_seconds = std::chrono::duration<double>(SteadyClock::now() - boot_started).count();
+    std::cerr << fmt::format("TIMING two guests to verified SSH: {:.1f} s\n", boot_seconds);
+    REQUIRE(hosts.size() == 2);
+    CHECK(leftovers(token).size() >= 5);  // 2 domains, network, pool, folder, 2 QEMUs
+
+    std::vector<GuestSshTarget> targets;
+    for (const auto& host : hosts) {
+      auto* guest = dynamic_cast<LibvirtGuest*>(host.get());
+      REQUIRE(guest != nullptr);
+      CHECK(guest->facts().at("accelerator") == "tcg");
+      CHECK(guest->t_init_s() > 0);
+      CHECK(guest->t_init_s() <= boot_seconds + 1);
+      CHECK(guest->check_alive().empty());
+      std::cerr << fmt::format(
+          "TIMING {} T_init {:.1f} s (running {}, ssh {}, host_key {})\n", guest->name(),
+          guest->t_init_s(), guest->facts().at("stage_running_s"), guest->facts().at("stage_ssh_s"),
+          guest->facts().at("stage_host_key_s"));
+      targets.push_back(guest->ssh_target());
+    }
+    CHECK(targets[0].address == "192.168.231.10");
+    CHECK(targets[1].address == "192.168.231.11");
+
+    // The image boots the build host's kernel, has rdma_rxe, and the guests reach each other.
+    auto uname = ssh_run(targets[0],
+                         "uname -r && modprobe rdma_rxe && grep -c rdma_rxe "
+                         "/proc/modules && ping -c 1 -W 10 " +
+                             targets[1].address);
+    INFO(uname.output);
+    REQUIRE(uname.ok());
+    CHECK(uname.output.find(image.image.kernel_version) != std::string::npos);
+
+    // A known_hosts without the guest's key makes the client refuse: the check is real.
+    GuestSshTarget wrong = targets[1];
+    wrong.known_hosts = run_dir / "empty_known_hosts";
+    std::ofstream(wrong.known_hosts).close();
+    CHECK_FALSE(ssh_run(wrong, "true").ok());
+
+    std::vector<std::string> errors;
+    cleanup.run_all([&](const std::string& what, const std::string& why) {
+      errors.push_back(what + ": " + why);
+    });
+    CHECK(errors.empty());
+  }
+  CHECK(leftovers(token).empty());
+  fs::remove_all(run_dir);
+}
+
+TEST_CASE("Ctrl-C while guests boot stops the wait and teardown leaves nothing", "[libvirt][e2e]") {
+  REQUIRE(::geteuid() == 0);
+  Daemons daemons;
+  std::string token = random_token();
+  fs::path run_dir = make_run_dir(token);
+  struct sigaction action {};
+  struct sigaction previous {};
+  action.sa_handler = on_sigint;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, &previous);
+  g_interrupted.store(false);
+  {
+    CleanupStack cleanup;
+    ProviderContext context;
+    context.run_dir = run_dir;
+    context.run_token = token;
+    context.scenario = scenario_with_subnet("192.168.232.0/24");
+    context.cleanup = &cleanup;
+    LibvirtProvider provider;
+    provider.set_stop_flag(&g_interrupted);
+    int started = 0;
+    provider.set_progress([&](const std::string& line) {
+      std::cerr << "libvirt: " << line << "\n";
+      // Ctrl-C once both domains run, while their kernels boot.
+      if (line.find("domain ") != std::string::npos && line.find(" started") != std::string::npos &&
+          ++started == 2) {
+        ::kill(::getpid(), SIGINT);
+      }
+    });
+    auto interrupted_at = SteadyClock::now();
+    CHECK_THROWS_WITH(provider.create({guest_entry("g1"), guest_entry("g2")}, context),
+                      Catch::Contains("interrupted while waiting for stage"));
+    CHECK(std::chrono::duration<double>(SteadyClock::now() - interrupted_at).count() < 120);
+    CHECK(started == 2);
+    CHECK_FALSE(leftovers(token).empty());
+    cleanup.run_all();
+  }
+  sigaction(SIGINT, &previous, nullptr);
+  CHECK(leftovers(token).empty());
+  fs::remove_all(run_dir);
+}
+
+}  // namespace
+}  // namespace ernic
