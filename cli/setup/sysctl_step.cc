@@ -104,11 +104,12 @@ class SysctlStep : public SetupStep {
   std::vector<std::string> describe(const YAML::Node& config, const Host& host) const override {
     std::vector<std::string> lines;
     for (const auto& [name, value] : entries_of(config, "values")) {
-      lines.push_back(fmt::format("sysctl -w {}='{}'  # on {}", name, value, host.name()));
+      lines.push_back(fmt::format("echo '{}' > /proc/sys/{}  # sysctl {} on {}", value,
+                                  path_of(name), name, host.name()));
     }
     for (const auto& [name, value] : entries_of(config, "at_least")) {
-      lines.push_back(
-          fmt::format("sysctl -w {}='{}'  # on {}, only if lower", name, value, host.name()));
+      lines.push_back(fmt::format("echo '{}' > /proc/sys/{}  # sysctl {} on {}, only if lower",
+                                  value, path_of(name), name, host.name()));
     }
     return lines;
   }

@@ -199,7 +199,7 @@ TEST_CASE("sysctl sets per-namespace values and verifies them", "[ssh][setup]") 
       "{step: sysctl, values: {net.ipv4.ip_forward: 1}, at_least: {net.core.somaxconn: 8191}}");
   auto lines = step.describe(config, target.host);
   REQUIRE(lines.size() == 2);
-  CHECK(lines[0].find("net.ipv4.ip_forward='1'") != std::string::npos);
+  CHECK(lines[0] == "echo '1' > /proc/sys/net/ipv4/ip_forward  # sysctl net.ipv4.ip_forward on g1");
 
   step.apply(config, target.host, facts, &log);
   std::string value;
@@ -281,6 +281,18 @@ TEST_CASE("memlock sets the limit of new login sessions through limits.d", "[ssh
   }
   // The machine's own /etc was never touched.
   CHECK(std::filesystem::exists(real_file) == existed_before);
+}
+
+TEST_CASE("packages and soft-roce declare the programs they need", "[ssh][setup]") {
+  auto names = [](const SetupStep& step) {
+    std::vector<std::string> found;
+    for (const auto& program : step.programs()) {
+      found.push_back(program.name + "=" + program.debian_package);
+    }
+    return found;
+  };
+  CHECK(names(soft_roce_step()) == std::vector<std::string>{"rdma=iproute2", "modprobe=kmod"});
+  CHECK(names(packages_step()) == std::vector<std::string>{"apt-get=apt", "dpkg-query=dpkg"});
 }
 
 TEST_CASE("soft-roce skips hosts with a device and reports a failing modprobe", "[ssh][setup]") {

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/interrupt.h"
 #include "sshd_fixture.h"
 
 namespace ernic {
@@ -166,6 +167,29 @@ TEST_CASE("destroying a running ssh command stops the remote process", "[ssh]") 
   CHECK_FALSE(testing::process_running(sleeper));
 }
 
+TEST_CASE("Ctrl-C stops a running ssh command and its remote process", "[ssh]") {
+  SshdInNamespace server;
+  SshHost host = server.connect();
+  const std::vector<std::string> sleeper{"sleep", "141.421"};
+  auto command = host.start(CommandSpec{sleeper, 0ms, {}}, nullptr);
+  Interrupt::reset();
+  std::jthread presser([] {
+    std::this_thread::sleep_for(300ms);
+    Interrupt::request();
+  });
+  auto started = Clock::now();
+  CommandResult result = command->wait(Clock::time_point::max());
+  Interrupt::reset();
+  CHECK(result.interrupted);
+  CHECK_FALSE(result.timed_out);
+  CHECK(seconds_since(started) < 4.0);
+  auto deadline = Clock::now() + 3s;
+  while (testing::process_running(sleeper) && Clock::now() < deadline) {
+    std::this_thread::sleep_for(50ms);
+  }
+  CHECK_FALSE(testing::process_running(sleeper));
+}
+
 TEST_CASE("ssh upload replaces a file atomically with the given mode", "[ssh]") {
   SshdInNamespace server;
   SshHost host = server.connect();
@@ -255,6 +279,55 @@ TEST_CASE("ssh host key verification", "[ssh]") {
     CHECK(warnings[0].find("NOT verified") != std::string::npos);
     CHECK_FALSE(std::filesystem::exists(options.known_hosts));
   }
+}
+
+TEST_CASE("ssh authenticates with a key held by the SSH agent", "[ssh]") {
+  SshdInNamespace server;
+  auto dir = server.sshd.directory();
+  std::string socket = (dir / "agent.sock").string();
+  pid_t agent = testing::start_program({"ssh-agent", "-D", "-a", socket}, dir / "agent.log");
+  struct StopAgent {
+    pid_t pid;
+    ~StopAgent() {
+      kill(pid, SIGTERM);
+      testing::wait_program(pid, 5s);
+    }
+  } stop_agent{agent};
+  auto deadline = Clock::now() + 5s;
+  while (!std::filesystem::exists(socket) && Clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  REQUIRE(std::filesystem::exists(socket));
+  testing::run_checked(
+      {"env", "SSH_AUTH_SOCK=" + socket, "ssh-add", "-q", server.sshd.client_key().string()});
+  // No key file, and a home without ~/.ssh/id_*: only the agent can log in.
+  std::string old_home = std::getenv("HOME") ? std::getenv("HOME") : "";
+  std::string old_sock = std::getenv("SSH_AUTH_SOCK") ? std::getenv("SSH_AUTH_SOCK") : "";
+  setenv("HOME", dir.c_str(), 1);
+  SshConnectOptions options = server.sshd.connect_options("g1");
+  options.target.key.clear();
+
+  unsetenv("SSH_AUTH_SOCK");
+  std::string without_agent = error_of([&] { SshHost("g1", server.ns.inside_address(), options); });
+  setenv("SSH_AUTH_SOCK", socket.c_str(), 1);
+  std::string with_agent;
+  CommandResult result;
+  try {
+    SshHost host("g1", server.ns.inside_address(), options);
+    result = host.run(CommandSpec{{"echo", "via-agent"}, 10s, {}});
+  } catch (const SshError& error) {
+    with_agent = error.what();
+  }
+  setenv("HOME", old_home.c_str(), 1);
+  if (old_sock.empty()) {
+    unsetenv("SSH_AUTH_SOCK");
+  } else {
+    setenv("SSH_AUTH_SOCK", old_sock.c_str(), 1);
+  }
+  CHECK(without_agent.find("authentication failed for user root (tried ~/.ssh/id_* keys)") !=
+        std::string::npos);
+  CHECK(with_agent.empty());
+  CHECK(result.out == "via-agent\n");
 }
 
 TEST_CASE("ssh connection failures name the host and the cause", "[ssh]") {

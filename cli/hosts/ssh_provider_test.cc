@@ -1,0 +1,137 @@
+#include "hosts/ssh_provider.h"
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+
+#include "hosts/registry.h"
+#include "scenario/schema.h"
+
+namespace ernic {
+namespace {
+
+HostSpec spec_of(const std::string& yaml) {
+  YAML::Node node = YAML::Load(yaml);
+  HostSpec spec;
+  spec.name = node["name"].Scalar();
+  spec.provider = "ssh";
+  spec.address = node["address"] ? node["address"].Scalar() : "";
+  spec.config = node;
+  return spec;
+}
+
+std::string error_of(const HostSpec& spec) {
+  try {
+    ssh_options_from_spec(spec);
+  } catch (const SshError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST_CASE("ssh host entries become connection options", "[ssh]") {
+  SshConnectOptions options = ssh_options_from_spec(spec_of(R"(
+name: g1
+address: 10.0.0.5
+ssh:
+  host: 192.168.122.5
+  port: 2222
+  user: root
+  key: /keys/id
+  known_hosts: /keys/known_hosts
+  host_key_policy: accept-new
+  jump: {host: gw.example, user: jumper, key: /keys/jump}
+  connect_timeout: 3s
+  keepalive: 500ms
+  alive_timeout: 2s
+)"));
+  CHECK(options.label == "g1");
+  CHECK(options.target.host == "192.168.122.5");
+  CHECK(options.target.port == 2222);
+  CHECK(options.target.user == "root");
+  CHECK(options.target.key == "/keys/id");
+  CHECK(options.known_hosts == "/keys/known_hosts");
+  CHECK(options.host_key_policy == HostKeyPolicy::kAcceptNew);
+  REQUIRE(options.jump);
+  CHECK(options.jump->host == "gw.example");
+  CHECK(options.jump->port == 22);
+  CHECK(options.jump->user == "jumper");
+  CHECK(options.connect_timeout == std::chrono::seconds(3));
+  CHECK(options.keepalive == std::chrono::milliseconds(500));
+  CHECK(options.alive_timeout == std::chrono::seconds(2));
+  CHECK(options.target.display() == "root@192.168.122.5:2222");
+}
+
+TEST_CASE("ssh host entries have defaults and named errors", "[ssh]") {
+  SshConnectOptions defaults = ssh_options_from_spec(spec_of("{name: g2, address: 10.0.0.6}"));
+  CHECK(defaults.target.host == "10.0.0.6");  // ssh.host defaults to the address
+  CHECK(defaults.target.port == 22);
+  CHECK(defaults.host_key_policy == HostKeyPolicy::kStrict);
+  CHECK(defaults.connect_timeout == std::chrono::seconds(10));
+  CHECK(defaults.keepalive == std::chrono::seconds(5));
+  CHECK_FALSE(defaults.jump);
+
+  setenv("HOME", "/home/tester", 1);
+  CHECK(ssh_options_from_spec(spec_of("{name: g, address: a, ssh: {key: ~/.ssh/id}}")).target.key ==
+        "/home/tester/.ssh/id");
+
+  CHECK(error_of(spec_of("{name: g3}")) ==
+        "host g3: ssh.host: no address to connect to: give the host an address or ssh.host");
+  CHECK(error_of(spec_of("{name: g4, address: a, ssh: {port: 70000}}")) ==
+        "host g4: ssh.port: expected a TCP port 1..65535, found '70000'");
+  CHECK(error_of(spec_of("{name: g5, address: a, ssh: {host_key_policy: trust}}")) ==
+        "host g5: ssh.host_key_policy: expected strict, accept-new or ignore, found 'trust'");
+  CHECK(error_of(spec_of("{name: g6, address: a, ssh: {keepalive: often}}")) ==
+        "host g6: ssh.keepalive: expected a duration such as 10s, found 'often'");
+  CHECK(error_of(spec_of("{name: g7, address: a, ssh: {jump: {user: x}}}")) ==
+        "host g7: ssh.jump.host: no address to connect to: give the host an address or ssh.host");
+}
+
+TEST_CASE("ssh provider is registered with its schema", "[ssh]") {
+  HostProvider* provider = find_host_provider("ssh");
+  REQUIRE(provider != nullptr);
+  const ObjectSchema& schema = provider->host_schema();
+  const FieldSchema* ssh = schema.find("ssh");
+  REQUIRE(ssh != nullptr);
+  REQUIRE(ssh->object);
+  for (const char* key : {"host", "port", "user", "key", "known_hosts", "host_key_policy", "jump",
+                          "connect_timeout", "keepalive", "alive_timeout"}) {
+    CAPTURE(key);
+    CHECK(ssh->object->find(key) != nullptr);
+  }
+  CHECK(ssh->object->find("host_key_policy")->enum_values ==
+        std::vector<std::string>{"strict", "accept-new", "ignore"});
+
+  // The scenario validator rejects a typo with a location.
+  Diagnostics problems;
+  validate(YAML::Load("{ssh: {prot: 22}}"), schema, "s.yaml", "hosts[0]", problems);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].message.find("prot") != std::string::npos);
+
+  std::vector<HostSpec> hosts = {spec_of("{name: g1, address: 10.0.0.5, ssh: {user: root}}"),
+                                 spec_of("{name: g2, ssh: {port: 0}}")};
+  Diagnostics checked;
+  provider->check(hosts, YAML::Node(), "s.yaml", checked);
+  REQUIRE(checked.size() == 1);
+  CHECK(checked[0].message.find("host g2") != std::string::npos);
+
+  auto lines = provider->describe({hosts[0]}, ProviderContext{});
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find("ssh root@10.0.0.5:22 as g1") != std::string::npos);
+  CHECK(lines[0].find("host_key_policy strict") != std::string::npos);
+  CHECK(provider->planned_addresses({spec_of("{name: g, ssh: {host: 1.2.3.4}}")}, YAML::Node()) ==
+        std::vector<std::string>{"1.2.3.4"});
+}
+
+TEST_CASE("remote commands run under a pid-announcing wrapper", "[ssh]") {
+  CommandSpec spec{{"iperf3", "-c", "10.0.0.5", "it's"}, {}, {{"A", "b c"}}};
+  CHECK(wrap_command(spec) ==
+        R"(exec /bin/sh -c 'printf "ernic-pid:%s\n" "$$" >&2; exec "$@"' ernic env 'A=b c' )"
+        R"(iperf3 -c 10.0.0.5 'it'\''s')");
+  CHECK_THROWS_AS(wrap_command(CommandSpec{}), SshError);
+  CHECK(parse_host_key_policy("accept-new") == HostKeyPolicy::kAcceptNew);
+  CHECK_FALSE(parse_host_key_policy("yes"));
+  CHECK(host_key_policy_name(HostKeyPolicy::kIgnore) == "ignore");
+}
+
+}  // namespace
+}  // namespace ernic
