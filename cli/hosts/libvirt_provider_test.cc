@@ -254,7 +254,8 @@ TEST_CASE(
   auto known_hosts = read(guest_host->ssh_target().known_hosts);
   CHECK(known_hosts.find("127.77.2.10 ssh-ed25519 ") == 0);
   // Without the ssh transport merged in, commands fail with the reason instead of silently.
-  CHECK_THROWS_WITH(guest_host->start(CommandSpec{{"true"}, {}, {}}, nullptr), Catch::Contains("no SSH transport"));
+  CHECK_THROWS_WITH(guest_host->start(CommandSpec{{"true"}, {}, {}}, nullptr),
+                    Catch::Contains("no SSH transport"));
   run.cleanup.run_all();
   CHECK(run.objects().empty());
   CHECK_FALSE(guest_host->check_alive().empty());
