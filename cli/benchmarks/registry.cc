@@ -5,6 +5,9 @@ namespace ernic {
 const std::vector<const Benchmark*>& all_benchmarks() {
   static const std::vector<const Benchmark*> benchmarks = {
       &iperf3_benchmark(),
+      &perftest_benchmark(),
+      &pingpong_benchmark(),
+      &fio_benchmark(),
   };
   return benchmarks;
 }

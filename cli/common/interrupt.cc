@@ -6,11 +6,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 
 namespace ernic {
 namespace {
 
 std::atomic<int> g_count{0};
+std::mutex g_abort_mutex;
+std::string g_abort_reason;
 std::atomic<int> g_first_signal{0};
 int g_wake_fd = -1;
 
@@ -61,7 +64,27 @@ void Interrupt::request() {
   note_request(SIGINT);
 }
 
+void Interrupt::abort(const std::string& reason) {
+  {
+    std::lock_guard lock(g_abort_mutex);
+    if (g_abort_reason.empty()) {
+      g_abort_reason = reason;
+    }
+  }
+  wake_descriptor();
+  note_request(0);
+}
+
+std::string Interrupt::abort_reason() {
+  std::lock_guard lock(g_abort_mutex);
+  return g_abort_reason;
+}
+
 void Interrupt::reset() {
+  {
+    std::lock_guard lock(g_abort_mutex);
+    g_abort_reason.clear();
+  }
   g_count = 0;
   g_first_signal = 0;
   std::uint64_t value = 0;

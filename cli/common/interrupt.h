@@ -1,5 +1,7 @@
 #pragma once
 
+#include <string>
+
 namespace ernic {
 
 // Ctrl-C and SIGTERM handling. The first signal asks the run to stop and tear down; a second
@@ -17,6 +19,11 @@ class Interrupt {
   static int wake_fd();
   // Requests an interrupt from code, as if SIGINT arrived.
   static void request();
+  // Stops the run because something it depends on died (an emulator instance): every wait
+  // wakes as for Ctrl-C, but the run is reported failed with `reason`, not interrupted.
+  static void abort(const std::string& reason);
+  // The reason given to abort(), "" when none.
+  static std::string abort_reason();
   // Tests only: forget earlier requests.
   static void reset();
 };

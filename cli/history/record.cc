@@ -119,6 +119,7 @@ nlohmann::json build_history_record(const Scenario& scenario, const RunResult& r
       samples.push_back({{"rep", sample.repetition},
                          {"warm", sample.warm},
                          {"duration_s", sample.duration_s},
+                         {"tool_s", sample.tool_s},
                          {"metrics", sample.metrics}});
       for (const auto& [name, value] : sample.metrics) {
         values[name].push_back(value);
@@ -199,7 +200,7 @@ nlohmann::json build_history_record(const Scenario& scenario, const RunResult& r
       {"environment", environment},
       {"hosts", hosts},
       {"tools", run.tool_versions},
-      {"emulator", {{"kind", scenario.emulator.kind}}},
+      {"emulator", run.emulator.is_null() ? json{{"kind", scenario.emulator.kind}} : run.emulator},
       {"points", points},
       {"ab_pairs", ab_pairs},
   };

@@ -1,4 +1,5 @@
 #include "hosts/registry.h"
+#include "hosts/ssh_provider.h"
 
 namespace ernic {
 
@@ -6,6 +7,8 @@ const std::vector<HostProvider*>& all_host_providers() {
   static const std::vector<HostProvider*> providers = {
       &local_provider(),
       &netns_provider(),
+      &embedded_provider(),
+      &ssh_host_provider(),
   };
   return providers;
 }

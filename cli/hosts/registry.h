@@ -7,5 +7,6 @@ namespace ernic {
 // One accessor per provider; registry.cc lists them.
 HostProvider& local_provider();
 HostProvider& netns_provider();
+HostProvider& embedded_provider();
 
 }  // namespace ernic

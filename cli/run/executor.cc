@@ -6,11 +6,15 @@
 #include <fstream>
 #include <random>
 #include <set>
+#include <condition_variable>
+#include <mutex>
+#include <stop_token>
 #include <thread>
 
 #include "common/interrupt.h"
 #include "common/subprocess.h"
 #include "common/units.h"
+#include "emulators/emulator_kind.h"
 #include "hosts/local_host.h"
 #include "hosts/provider.h"
 #include "run/step_log.h"
@@ -136,7 +140,10 @@ RunResult Executor::run() {
   }
   try {
     check_interrupt();
+    start_emulator();
+    check_interrupt();
     create_hosts();
+    attach_hosts_to_instances();
     check_interrupt();
     apply_setup();
     collect_tool_versions();
@@ -155,9 +162,17 @@ RunResult Executor::run() {
       }
     }
   }
-  if (Interrupt::requested()) {
+  if (auto reason = Interrupt::abort_reason(); !reason.empty()) {
+    result_.status = RunStatus::kFailed;
+    result_.fatal_error = reason;
+  } else if (Interrupt::requested()) {
     result_.status = RunStatus::kIncomplete;
     result_.fatal_error = "interrupted";
+  }
+  if (emulator_) {
+    result_.emulator = emulator_->record();
+  } else {
+    result_.emulator = {{"kind", scenario.emulator.kind}};
   }
   teardown();
   result_.finished = std::chrono::system_clock::now();
@@ -200,6 +215,35 @@ void Executor::preflight() {
                              message.empty() ? "" : "\n", program, names, packages[program]);
     }
     throw PreflightError(message);
+  }
+}
+
+void Executor::start_emulator() {
+  const EmulatorSettings& settings = plan_.scenario->emulator;
+  EmulatorKind* kind = find_emulator_kind(settings.kind);
+  if (kind == nullptr || kind->instance_count(settings.config) == 0) {
+    return;
+  }
+  status_.phase(fmt::format("starting {} emulator instances ({})", kind->instance_count(settings.config),
+                            settings.kind));
+  EmulatorContext context{.run_dir = result_.run_dir, .run_token = run_token_, .cleanup = &cleanup_};
+  emulator_ = kind->start(settings.config, context);
+}
+
+void Executor::attach_hosts_to_instances() {
+  for (const auto& spec : plan_.scenario->hosts) {
+    if (!spec.config["instance"]) {
+      continue;
+    }
+    int instance = spec.config["instance"].as<int>();
+    if (!emulator_) {
+      throw std::runtime_error(fmt::format("host {} is attached to emulator instance {}, but the run "
+                                           "started no emulator",
+                                           spec.name, instance));
+    }
+    for (const auto& [key, value] : emulator_->facts_for(instance)) {
+      facts_[spec.name][key] = value;
+    }
   }
 }
 
@@ -312,6 +356,23 @@ std::string Executor::environment_gone() {
 }
 
 void Executor::run_points() {
+  // An emulator instance that dies must stop the run within seconds, also in the middle of a
+  // point: the watchdog wakes every wait the way Ctrl-C does.
+  std::jthread watchdog;
+  if (emulator_) {
+    watchdog = std::jthread([this](std::stop_token stop) {
+      std::mutex mutex;
+      std::condition_variable_any wake;
+      std::unique_lock lock(mutex);
+      while (!stop.stop_requested()) {
+        if (auto dead = emulator_->check_alive(); !dead.empty()) {
+          Interrupt::abort(fmt::format("emulator {}", dead));
+          return;
+        }
+        wake.wait_for(lock, stop, std::chrono::milliseconds(250), [] { return false; });
+      }
+    });
+  }
   int total = static_cast<int>(plan_.points.size());
   for (std::size_t i = 0; i < plan_.points.size(); ++i) {
     check_interrupt();
@@ -336,6 +397,11 @@ void Executor::run_points() {
                            outcome);
     if (result.status == PointStatus::kFailed) {
       // A failed point may be the tool's fault or the environment's; only the second stops the run.
+      if (emulator_) {
+        if (auto dead = emulator_->check_alive(); !dead.empty()) {
+          throw EnvironmentGone(fmt::format("stopping: emulator {}", dead));
+        }
+      }
       if (auto gone = environment_gone(); !gone.empty()) {
         throw EnvironmentGone(fmt::format("stopping: {}", gone));
       }
@@ -440,6 +506,7 @@ bool Executor::run_repetition(const PlannedPoint& point, int repetition, PointRe
     sample.warm = !first_sample_;
     first_sample_ = false;
     sample.duration_s = std::chrono::duration<double>(Clock::now() - started).count();
+    sample.tool_s = std::chrono::duration<double>(client.duration).count();
     sample.metrics = std::move(outcome.metrics);
     result.samples.push_back(std::move(sample));
     log.note("point passed");

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "emulators/emulator_kind.h"
 #include "hosts/host.h"
 #include "plan/plan.h"
 #include "run/cleanup_stack.h"
@@ -30,7 +31,9 @@ class Executor {
 
  private:
   void preflight();
+  void start_emulator();
   void create_hosts();
+  void attach_hosts_to_instances();
   void apply_setup();
   void run_points();
   void run_point(const PlannedPoint& point, PointResult& result);
@@ -46,6 +49,7 @@ class Executor {
   CleanupStack cleanup_;
   RunResult result_;
   std::string run_token_;
+  std::unique_ptr<RunningEmulator> emulator_;
   std::vector<std::unique_ptr<Host>> hosts_;
   std::map<std::string, HostFacts> facts_;
   bool first_sample_ = true;

@@ -14,7 +14,8 @@ namespace ernic {
 struct Sample {
   int repetition = 1;
   bool warm = true;
-  double duration_s = 0;
+  double duration_s = 0;  // the whole repetition, server start to parse
+  double tool_s = 0;      // the client tool alone: what orchestration overhead is measured against
   std::map<std::string, double> metrics;
 };
 
@@ -53,6 +54,7 @@ struct RunResult {
   std::vector<HostRecord> hosts;
   std::map<std::string, std::string> tool_versions;
   std::vector<PointResult> points;
+  nlohmann::json emulator;  // what the emulator kind records about its instances
 };
 
 const char* to_string(PointStatus status);

@@ -10,6 +10,7 @@
 #include "benchmarks/benchmark.h"
 #include "common/edit_distance.h"
 #include "common/units.h"
+#include "emulators/emulator_kind.h"
 #include "setup/setup_step.h"
 
 namespace ernic {
@@ -48,6 +49,36 @@ const FieldSchema kNameField{.name = "name",
                              .description = "Unique name, used in logs and point ids",
                              .required = true};
 
+const FieldSchema kInstanceField{.name = "instance",
+                                 .kind = ValueKind::kInteger,
+                                 .description = "Emulator instance the host is attached to (1 = manager)",
+                                 .minimum = 1,
+                                 .maximum = 64};
+
+std::vector<std::string> emulator_kind_names() {
+  std::vector<std::string> names;
+  for (const auto* kind : all_emulator_kinds()) {
+    names.emplace_back(kind->name());
+  }
+  return names;
+}
+
+ObjectSchema emulator_schema_for(const EmulatorKind* kind) {
+  ObjectSchema schema;
+  schema.description = kind ? std::string(kind->description()) : "Emulator instances started for the run";
+  schema.fields = {{.name = "kind",
+                    .kind = ValueKind::kEnum,
+                    .description = "Which emulator the run starts",
+                    .required = true,
+                    .enum_values = emulator_kind_names()}};
+  if (kind) {
+    for (const auto& field : kind->schema().fields) {
+      schema.fields.push_back(field);
+    }
+  }
+  return schema;
+}
+
 ObjectSchema host_schema_for(const HostProvider& provider) {
   ObjectSchema schema;
   schema.description = std::string(provider.description());
@@ -59,7 +90,8 @@ ObjectSchema host_schema_for(const HostProvider& provider) {
                     .enum_values = provider_names()},
                    {.name = "address",
                     .kind = ValueKind::kIpv4,
-                    .description = "Test-network address; providers assign one when omitted"}};
+                    .description = "Test-network address; providers assign one when omitted"},
+                   kInstanceField};
   for (const auto& field : provider.host_schema().fields) {
     schema.fields.push_back(field);
   }
@@ -141,12 +173,6 @@ ObjectSchema top_level_schema() {
                     {.name = "a", .kind = ValueKind::kString, .description = "Baseline benchmark", .required = true},
                     {.name = "b", .kind = ValueKind::kString, .description = "Candidate benchmark", .required = true},
                     {.name = "metric", .kind = ValueKind::kString, .description = "Metric to compare", .required = true}};
-  ObjectSchema emulator{.description = "Emulator instances started for the run", .fields = {}};
-  emulator.fields = {{.name = "kind",
-                      .kind = ValueKind::kEnum,
-                      .description = "none: no emulator (hosts bring their own NIC or use TCP only)",
-                      .required = true,
-                      .enum_values = {"none"}}};
 
   ObjectSchema schema;
   schema.description = "An ernicctl scenario (schema v1)";
@@ -168,7 +194,8 @@ ObjectSchema top_level_schema() {
       {.name = "setup", .kind = ValueKind::kList, .description = "Setup steps, in order"},
       {.name = "benchmarks", .kind = ValueKind::kList, .description = "Benchmarks; matrix parameters expand into points",
        .required = true},
-      {.name = "emulator", .kind = ValueKind::kObject, .object = object(emulator)},
+      // Checked against the kind's own schema in check_entries.
+      {.name = "emulator", .kind = ValueKind::kObject, .description = "Emulator instances started for the run"},
       {.name = "history", .kind = ValueKind::kObject, .object = object(history)},
       {.name = "ab_pairs", .kind = ValueKind::kList, .object = object(ab_pair)},
   };
@@ -275,6 +302,23 @@ bool valid_scenario_name(const std::string& name) {
 }
 
 void check_entries(const YAML::Node& root, const std::string& file, Diagnostics& out) {
+  if (root["emulator"] && root["emulator"].IsMap()) {
+    const YAML::Node& emulator = root["emulator"];
+    const EmulatorKind* kind = emulator["kind"] ? find_emulator_kind(scalar(emulator["kind"])) : nullptr;
+    validate(emulator, emulator_schema_for(kind), file, "emulator", out);
+    int instances = kind ? kind->instance_count(emulator) : 0;
+    if (kind && root["hosts"] && root["hosts"].IsSequence()) {
+      for (std::size_t i = 0; i < root["hosts"].size(); ++i) {
+        const YAML::Node& instance = root["hosts"][i]["instance"];
+        if (instance && instance.IsScalar() && std::all_of(instance.Scalar().begin(), instance.Scalar().end(), ::isdigit) &&
+            std::stoi(instance.Scalar()) > instances) {
+          out.push_back(diagnostic_at(instance, file, fmt::format("hosts[{}].instance", i),
+                                      fmt::format("the emulator has {} instance{}, there is no instance {}",
+                                                  instances, instances == 1 ? "" : "s", instance.Scalar())));
+        }
+      }
+    }
+  }
   // Hosts: the provider decides which keys an entry takes.
   if (root["hosts"] && root["hosts"].IsSequence()) {
     const YAML::Node& hosts = root["hosts"];
@@ -291,7 +335,8 @@ void check_entries(const YAML::Node& root, const std::string& file, Diagnostics&
         ObjectSchema generic;
         generic.fields = {kNameField,
                           {.name = "provider", .kind = ValueKind::kEnum, .required = true, .enum_values = provider_names()},
-                          {.name = "address", .kind = ValueKind::kIpv4}};
+                          {.name = "address", .kind = ValueKind::kIpv4},
+                          kInstanceField};
         for (const auto* any : all_host_providers()) {
           for (const auto& field : any->host_schema().fields) {
             if (!generic.find(field.name)) {
@@ -616,6 +661,13 @@ nlohmann::json scenario_json_schema() {
     tools.push_back(one);
   }
   schema["properties"]["benchmarks"] = {{"type", "array"}, {"minItems", 1}, {"items", {{"oneOf", tools}}}};
+  nlohmann::json emulators = nlohmann::json::array();
+  for (const auto* kind : all_emulator_kinds()) {
+    auto one = to_json_schema(emulator_schema_for(kind));
+    one["properties"]["kind"] = {{"const", std::string(kind->name())}};
+    emulators.push_back(one);
+  }
+  schema["properties"]["emulator"] = {{"oneOf", emulators}};
   return schema;
 }
 

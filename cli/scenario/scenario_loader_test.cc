@@ -73,15 +73,20 @@ benchmarks:
 )";
   auto errors = errors_of(text);
   std::vector<std::string> expected = {
-      "test.yaml:3:5: hosts[0].provider: missing required key 'provider' (one of local, netns)",
+      // Provider lists grow as providers are added: checked up to the first two.
+      "test.yaml:3:5: hosts[0].provider: missing required key 'provider' (one of local, netns",
       "test.yaml:3:15: hosts[0].provder: unknown key 'provder'; did you mean 'provider'?",
-      "test.yaml:4:25: hosts[1].provider: expected one of local, netns, found 'netnz'; did you mean 'netns'?",
+      "test.yaml:4:25: hosts[1].provider: expected one of local, netns,",
       "test.yaml:9:13: benchmarks[0].client: no host named 'c'",
       "test.yaml:10:5: benchmarks[0].repetitons: unknown key 'repetitons'; did you mean 'repetitions'?",
       "test.yaml:11:14: benchmarks[0].timeout: expected a duration such as 10s, 500ms or 1m30s, found 'ten'",
       "test.yaml:12:30: benchmarks[0].params.protocol[1]: expected one of tcp, udp, found 'sctp'",
   };
-  CHECK(errors == expected);
+  REQUIRE(errors.size() == expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    CHECK_THAT(errors[i], Catch::Matchers::StartsWith(expected[i]));
+  }
+  CHECK_THAT(errors[2], Contains("found 'netnz'; did you mean 'netns'?"));
 }
 
 TEST_CASE("sizes, ranges and bandwidths are checked") {

@@ -222,7 +222,9 @@ void validate_field(const YAML::Node& node, const FieldSchema& field, const std:
                                   fmt::format("expected a mapping, found {}", describe_found(node))));
       return;
     }
-    validate(node, *field.object, file, path, out);
+    if (field.object) {  // without one, the caller checks the keys itself
+      validate(node, *field.object, file, path, out);
+    }
     return;
   }
   if (field.kind == ValueKind::kList) {
@@ -373,7 +375,7 @@ nlohmann::json field_schema(const FieldSchema& field) {
   using nlohmann::json;
   json schema;
   if (field.kind == ValueKind::kObject) {
-    schema = to_json_schema(*field.object);
+    schema = field.object ? to_json_schema(*field.object) : nlohmann::json{{"type", "object"}};
   } else if (field.kind == ValueKind::kList) {
     schema = {{"type", "array"},
               {"items", field.element == ValueKind::kObject

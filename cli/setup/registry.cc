@@ -1,9 +1,14 @@
 #include "setup/setup_step.h"
+#include "setup/steps.h"
 
 namespace ernic {
 
 const std::vector<const SetupStep*>& all_setup_steps() {
-  static const std::vector<const SetupStep*> steps = {};
+  // The order a user usually lists them in: packages and kernel settings, then the device.
+  static const std::vector<const SetupStep*> steps = {
+      &packages_step(),    &sysctl_step(),    &memlock_step(), &soft_roce_step(),
+      &rdma_device_step(), &gid_index_step(), &command_step(),
+  };
   return steps;
 }
 

@@ -174,3 +174,40 @@ TEST_CASE("the dry run prints every command and starts nothing") {
                                       "--connect-timeout 5000 -R"));
   CHECK(namespaces() == before);
 }
+
+TEST_CASE("a host that disappears mid-run stops the run at once instead of failing every point") {
+  auto dir = fresh_dir("gone");
+  auto before = namespaces();
+  auto history = dir / "history.jsonl";
+  std::vector<std::string> argv = {ERNIC_BINARY, "run", kQuickstart, "--runs-dir", (dir / "runs").string(),
+                                   "--set", "history.path=" + history.string(), "--set",
+                                   "benchmarks.tcp.params.duration=2s"};
+  auto process = ernic::Subprocess::spawn({.argv = argv, .env = {}, .netns_path = "", .stdin_file = ""}, {});
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  REQUIRE(process->wait_for_line(std::regex(R"(\[1/3\] tcp)"), deadline));
+  // Remove the client's namespace behind ernicctl's back.
+  std::string client_ns;
+  while (client_ns.empty() && std::chrono::steady_clock::now() < deadline) {
+    for (const auto& name : namespaces()) {
+      if (name.rfind("ernic-", 0) == 0 && name.size() > 7 && name.substr(name.size() - 7) == "-client" &&
+          std::find(before.begin(), before.end(), name) == before.end()) {
+        client_ns = name;
+      }
+    }
+  }
+  REQUIRE_FALSE(client_ns.empty());
+  REQUIRE(std::system(("ip netns delete " + client_ns).c_str()) == 0);
+  REQUIRE(process->wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(30), false) ==
+          ernic::Subprocess::WaitEnd::kExited);
+  process->finish_output();
+  INFO(process->stderr_text());
+  CHECK(process->exit_code() == 1);
+  auto records = history_records(history);
+  REQUIRE(records.size() == 1);
+  const json& run = records[0]["ernicctl"];
+  CHECK_THAT(run["error"].get<std::string>(), Contains(client_ns + " of host client is gone"));
+  // The point after the failure was never started.
+  CHECK(run["points"][2]["status"] == "skipped");
+  CHECK(namespaces() == before);
+  CHECK(count_processes("iperf3") == 0);
+}

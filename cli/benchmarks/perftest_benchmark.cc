@@ -1,0 +1,316 @@
+// The perftest benchmark module: ib_{send,write,read}_{bw,lat} between a server host and a
+// client host, or ernicctl's embedded load generator on hosts attached to emulator instances.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "benchmarks/benchmark.h"
+#include "benchmarks/perftest_parser.h"
+#include "benchmarks/registry.h"
+
+namespace ernic {
+namespace {
+
+constexpr std::uint64_t kBadgeSize = 1048576;  // rocm-ernic's rdma_bw_GBs badge: send bw, 1 MiB
+
+std::string fact(const HostFacts& facts, const std::string& key) {
+  auto found = facts.find(key);
+  return found == facts.end() ? "" : found->second;
+}
+
+std::vector<std::string> split_args(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> words;
+  for (std::string word; in >> word;) {
+    words.push_back(word);
+  }
+  return words;
+}
+
+std::string perftest_program(const std::string& verb, const std::string& mode) {
+  return fmt::format("ib_{}_{}", verb, mode);
+}
+
+// perftest prints its errors on stderr and its table on stdout; read both.
+std::string combined_output(const CommandResult& result) {
+  if (result.err.empty()) {
+    return result.out;
+  }
+  if (result.out.empty() || result.out.back() == '\n') {
+    return result.out + result.err;
+  }
+  return result.out + "\n" + result.err;
+}
+
+class PerftestBenchmark final : public Benchmark {
+ public:
+  std::string_view tool() const override { return "perftest"; }
+  std::string_view description() const override {
+    return "perftest RDMA bandwidth and latency (ib_{send,write,read}_{bw,lat}) between two "
+           "hosts";
+  }
+
+  const ObjectSchema& params() const override {
+    static const ObjectSchema schema{
+        .description = "perftest parameters",
+        .fields = {
+            {.name = "verb",
+             .kind = ValueKind::kEnum,
+             .description = "RDMA operation",
+             .matrix = true,
+             .enum_values = {"send", "write", "read"},
+             .default_text = "send"},
+            {.name = "mode",
+             .kind = ValueKind::kEnum,
+             .description = "bw (ib_*_bw) or lat (ib_*_lat)",
+             .matrix = true,
+             .enum_values = {"bw", "lat"},
+             .default_text = "bw"},
+            {.name = "size",
+             .kind = ValueKind::kSize,
+             .description = "Message size (-s)",
+             .matrix = true,
+             .default_text = "64KiB"},
+            {.name = "iterations",
+             .kind = ValueKind::kInteger,
+             .description = "Iterations per size (-n). Above 20000 perftest does not measure "
+                            "the bandwidth peak",
+             .default_text = "1000",
+             .minimum = 1},
+            {.name = "tx_depth",
+             .kind = ValueKind::kInteger,
+             .description = "Send queue depth (-t)",
+             .minimum = 1},
+            {.name = "qps",
+             .kind = ValueKind::kInteger,
+             .description = "Queue pairs (-q)",
+             .minimum = 1},
+            {.name = "report_gbits",
+             .kind = ValueKind::kBoolean,
+             .description = "Bandwidth tests print Gb/s (--report_gbits); ignored by latency "
+                            "tests",
+             .default_text = "true"},
+            {.name = "gid_index",
+             .kind = ValueKind::kInteger,
+             .description = "GID index (-x) when the gid-index setup step did not find one",
+             .minimum = 0},
+            {.name = "extra_args",
+             .kind = ValueKind::kString,
+             .description = "More perftest arguments, separated by spaces (not for the "
+                            "embedded load generator)"},
+        }};
+    return schema;
+  }
+
+  std::vector<MetricInfo> metrics() const override {
+    return {{"bw_peak_GBs", "GB/s", Better::kHigher},   {"bw_avg_GBs", "GB/s", Better::kHigher},
+            {"msg_rate_mpps", "Mpps", Better::kHigher}, {"lat_min_us", "us", Better::kLower},
+            {"lat_max_us", "us", Better::kLower},       {"lat_typical_us", "us", Better::kLower},
+            {"lat_avg_us", "us", Better::kLower},       {"lat_stdev_us", "us", Better::kLower},
+            {"lat_p99_us", "us", Better::kLower},       {"lat_p999_us", "us", Better::kLower}};
+  }
+
+  std::vector<Program> programs() const override {
+    std::vector<Program> programs;
+    for (const char* verb : {"send", "write", "read"}) {
+      for (const char* mode : {"bw", "lat"}) {
+        programs.push_back({perftest_program(verb, mode), "perftest"});
+      }
+    }
+    return programs;
+  }
+
+  PointCommands commands(const PointContext& point) const override {
+    PointCommands commands;
+    ServerCommand server;
+    server.spec = side_command(point, point.server_facts, "");
+    server.readiness.listening_port = point.port;
+    server.readiness.description = fmt::format(
+        "{} server listening on port {}", program_label(point, point.server_facts), point.port);
+    commands.server = std::move(server);
+    commands.client = side_command(point, point.client_facts, point.server->address());
+    return commands;
+  }
+
+  ParseOutcome parse(const CommandResult* server, const CommandResult& client,
+                     const PointContext& point) const override {
+    const PointParams& p = point.params;
+    std::string verb = text_or(p, "verb", "send");
+    std::string mode = text_or(p, "mode", "bw");
+    std::uint64_t size = p.has("size") ? p.bytes("size") : 65536;
+
+    ParseOutcome outcome;
+    PerftestOutput client_output = parse_perftest_output(combined_output(client));
+    outcome.details["client"] = perftest_output_to_json(client_output);
+    std::optional<PerftestOutput> server_output;
+    if (server != nullptr) {
+      server_output = parse_perftest_output(combined_output(*server));
+      outcome.details["server"] = perftest_output_to_json(*server_output);
+    }
+
+    if (!client_output.error.empty()) {
+      outcome.error = fmt::format("client: {}", client_output.error);
+      if (!client.ok()) {
+        outcome.error += fmt::format(" ({})", client.describe());
+      }
+      return outcome;
+    }
+    if (!client.ok()) {
+      outcome.error = fmt::format("client {} although its output is complete", client.describe());
+      return outcome;
+    }
+    // A server that printed no table at all is fine (the server of ib_read_lat never does);
+    // one that printed an error or a table cut short is not.
+    if (server_output && server_output->error_line > 0) {
+      outcome.error = fmt::format("server: {}", server_output->error);
+      return outcome;
+    }
+    if (server != nullptr && server->term_signal == 0 && !server->timed_out &&
+        !server->interrupted && server->exit_code != 0) {
+      outcome.error = fmt::format("server {}", server->describe());
+      return outcome;
+    }
+
+    const PerftestTable* table = client_output.table(PerftestSide::kClient);
+    if (table == nullptr) {
+      table = &client_output.tables.front();
+    }
+    if (!table->verb.empty() && (table->verb != verb || to_string(table->mode) != mode)) {
+      outcome.error = fmt::format("client printed a '{}' table, expected {}", table->test,
+                                  perftest_program(verb, mode));
+      return outcome;
+    }
+    const PerftestRow* row = table->row_for_size(size);
+    if (row == nullptr) {
+      std::string sizes;
+      for (const auto& each : table->rows) {
+        sizes += (sizes.empty() ? "" : ", ") + std::to_string(each.bytes);
+      }
+      outcome.error = fmt::format("client table has no row for size {} (sizes: {})", size, sizes);
+      return outcome;
+    }
+    outcome.metrics = perftest_row_metrics(*table, *row);
+    // Duration mode (-D) prints only t_avg; every other latency table has t_min.
+    bool measured = mode == "bw" ? outcome.metrics.contains("bw_avg_GBs")
+                                 : outcome.metrics.contains("lat_min_us") ||
+                                       outcome.metrics.contains("lat_avg_us");
+    if (!measured) {
+      outcome.metrics.clear();
+      outcome.error = fmt::format("cannot convert the client's '{}' unit to {}", table->unit(),
+                                  mode == "bw" ? "GB/s" : "microseconds");
+      return outcome;
+    }
+    outcome.ok = true;
+    return outcome;
+  }
+
+  void publish(const PointSummary& point, const std::vector<std::uint64_t>& tracked_sizes,
+               PublishedFigures& figures) const override {
+    const PointParams& p = *point.params;
+    if (text_or(p, "verb", "send") != "send" || !p.has("size")) {
+      return;
+    }
+    std::uint64_t size = p.bytes("size");
+    bool tracked =
+        std::find(tracked_sizes.begin(), tracked_sizes.end(), size) != tracked_sizes.end();
+    std::string key = std::to_string(size);
+    auto median = [&](const char* metric) -> std::optional<double> {
+      auto found = point.median.find(metric);
+      return found == point.median.end() ? std::nullopt : std::optional<double>(found->second);
+    };
+    if (text_or(p, "mode", "bw") == "bw") {
+      // rocm-ernic publishes the peak; perftest does not always measure it.
+      std::optional<double> value = median("bw_peak_GBs");
+      if (!value) {
+        value = median("bw_avg_GBs");
+      }
+      if (!value) {
+        return;
+      }
+      if (tracked) {
+        figures.series["bandwidth"].try_emplace(key, *value);
+      }
+      if (size == kBadgeSize) {
+        figures.badges.try_emplace("rdma_bw_GBs", *value);
+      }
+    } else if (auto typical = median("lat_typical_us"); typical && tracked) {
+      figures.series["latency"].try_emplace(key, *typical);
+    }
+  }
+
+ private:
+  static std::string text_or(const PointParams& p, const std::string& name,
+                             const std::string& fallback) {
+    return p.has(name) ? p.text(name) : fallback;
+  }
+
+  static bool uses_load_generator(const HostFacts& facts) {
+    return !fact(facts, "perf_socket").empty() && !fact(facts, "ernicctl").empty();
+  }
+
+  static std::string program_label(const PointContext& point, const HostFacts& facts) {
+    std::string name = perftest_program(text_or(point.params, "verb", "send"),
+                                        text_or(point.params, "mode", "bw"));
+    return uses_load_generator(facts) ? "ernicctl perf " + name.substr(3) : name;
+  }
+
+  // One side's command line; `server_address` is empty for the server.
+  static CommandSpec side_command(const PointContext& point, const HostFacts& facts,
+                                  const std::string& server_address) {
+    const PointParams& p = point.params;
+    std::string verb = text_or(p, "verb", "send");
+    std::string mode = text_or(p, "mode", "bw");
+    bool bandwidth = mode == "bw";
+    CommandSpec spec;
+    spec.timeout = point.timeout;
+    auto& argv = spec.argv;
+    bool generator = uses_load_generator(facts);
+    if (generator) {
+      argv = {fact(facts, "ernicctl"), "perf", verb + "_" + mode, "--socket",
+              fact(facts, "perf_socket")};
+    } else {
+      argv = {perftest_program(verb, mode)};
+      if (std::string device = fact(facts, "rdma_device"); !device.empty()) {
+        argv.insert(argv.end(), {"-d", device});
+      }
+      std::string gid = fact(facts, "gid_index");
+      if (gid.empty() && p.has("gid_index")) {
+        gid = p.text("gid_index");
+      }
+      if (!gid.empty()) {
+        argv.insert(argv.end(), {"-x", gid});
+      }
+    }
+    argv.insert(argv.end(), {"-s", p.has("size") ? p.text("size") : "65536", "-n",
+                             p.has("iterations") ? p.text("iterations") : "1000"});
+    if (p.has("tx_depth")) {
+      argv.insert(argv.end(), {"-t", p.text("tx_depth")});
+    }
+    if (p.has("qps")) {
+      argv.insert(argv.end(), {"-q", p.text("qps")});
+    }
+    if (bandwidth && (!p.has("report_gbits") || p.flag("report_gbits"))) {
+      argv.push_back("--report_gbits");
+    }
+    argv.insert(argv.end(), {"-p", std::to_string(point.port)});
+    if (!generator && p.has("extra_args")) {
+      for (std::string& word : split_args(p.text("extra_args"))) {
+        argv.push_back(std::move(word));
+      }
+    }
+    if (!server_address.empty()) {
+      argv.push_back(server_address);
+    }
+    return spec;
+  }
+};
+
+}  // namespace
+
+const Benchmark& perftest_benchmark() {
+  static const PerftestBenchmark benchmark;
+  return benchmark;
+}
+
+}  // namespace ernic

@@ -1,0 +1,262 @@
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "benchmarks/registry.h"
+
+namespace ernic {
+namespace {
+
+using Argv = std::vector<std::string>;
+
+std::string read_sample(const std::string& name) {
+  std::ifstream in(std::string(ERNIC_SAMPLES_DIR) + "/" + name, std::ios::binary);
+  REQUIRE(in.good());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Command lines only need the server's address; nothing here runs a command.
+class AddressOnlyHost final : public Host {
+ public:
+  explicit AddressOnlyHost(std::string address) : address_(std::move(address)) {}
+  const std::string& name() const override { return name_; }
+  std::string address() const override { return address_; }
+  std::string describe() const override { return name_ + " (" + address_ + ")"; }
+  std::unique_ptr<RunningCommand> start(const CommandSpec&, OutputSink*) override {
+    throw std::logic_error("AddressOnlyHost runs nothing");
+  }
+  void upload(std::string_view, const std::string&, int) override {
+    throw std::logic_error("AddressOnlyHost runs nothing");
+  }
+  bool is_listening(std::uint16_t) override { return false; }
+  std::string check_alive() override { return ""; }
+  bool has_program(const std::string&) override { return false; }
+
+ private:
+  std::string name_ = "server";
+  std::string address_;
+};
+
+struct PointFixture {
+  AddressOnlyHost server_host{"10.10.0.1"};
+  AddressOnlyHost client_host{"10.10.0.2"};
+  PointContext point;
+
+  PointFixture() {
+    point.benchmark = "rdma";
+    point.server = &server_host;
+    point.client = &client_host;
+    point.port = 18600;
+    point.timeout = std::chrono::milliseconds(120000);
+  }
+  PointFixture& param(const std::string& name, const std::string& value) {
+    point.params.set(name, value);
+    return *this;
+  }
+};
+
+const Benchmark& perftest() {
+  const Benchmark* found = find_benchmark("perftest");
+  REQUIRE(found != nullptr);
+  return *found;
+}
+
+CommandResult exited(int code, std::string out, std::string err = "") {
+  CommandResult result;
+  result.exit_code = code;
+  result.out = std::move(out);
+  result.err = std::move(err);
+  return result;
+}
+
+TEST_CASE("perftest module: bw point with device and GID index from setup facts",
+          "[perftest][module]") {
+  PointFixture f;
+  f.param("verb", "write").param("mode", "bw").param("size", "65536").param("iterations", "1000");
+  f.point.server_facts = {{"rdma_device", "rxe0"}, {"gid_index", "1"}};
+  f.point.client_facts = {{"rdma_device", "rxe1"}, {"gid_index", "3"}};
+  PointCommands commands = perftest().commands(f.point);
+  REQUIRE(commands.server.has_value());
+  CHECK(commands.server->spec.argv == Argv{"ib_write_bw", "-d", "rxe0", "-x", "1", "-s", "65536",
+                                           "-n", "1000", "--report_gbits", "-p", "18600"});
+  CHECK(commands.client.argv == Argv{"ib_write_bw", "-d", "rxe1", "-x", "3", "-s", "65536", "-n",
+                                     "1000", "--report_gbits", "-p", "18600", "10.10.0.1"});
+  CHECK(commands.server->readiness.listening_port == std::optional<std::uint16_t>(18600));
+  CHECK_FALSE(commands.server->readiness.output_line.has_value());
+  CHECK(commands.server->readiness.description == "ib_write_bw server listening on port 18600");
+  CHECK(commands.client.timeout == std::chrono::milliseconds(120000));
+}
+
+TEST_CASE("perftest module: lat point has no --report_gbits; depth and QPs passed",
+          "[perftest][module]") {
+  PointFixture f;
+  f.param("verb", "read").param("mode", "lat").param("size", "4096").param("iterations", "50");
+  f.param("tx_depth", "1").param("qps", "2").param("report_gbits", "true");
+  f.point.server_facts = {{"rdma_device", "rxe0"}, {"gid_index", "1"}};
+  f.point.client_facts = f.point.server_facts;
+  PointCommands commands = perftest().commands(f.point);
+  CHECK(commands.server->spec.argv == Argv{"ib_read_lat", "-d", "rxe0", "-x", "1", "-s", "4096",
+                                           "-n", "50", "-t", "1", "-q", "2", "-p", "18600"});
+  CHECK(commands.client.argv.back() == "10.10.0.1");
+}
+
+TEST_CASE("perftest module: without facts, -d is left out and -x comes from params",
+          "[perftest][module]") {
+  PointFixture f;
+  f.param("verb", "send").param("mode", "bw").param("size", "1048576").param("iterations", "100");
+  f.param("report_gbits", "false");
+  CHECK(perftest().commands(f.point).client.argv ==
+        Argv{"ib_send_bw", "-s", "1048576", "-n", "100", "-p", "18600", "10.10.0.1"});
+  f.param("gid_index", "2").param("extra_args", " -F   --cpu_util ");
+  CHECK(perftest().commands(f.point).server->spec.argv == Argv{"ib_send_bw", "-x", "2", "-s",
+                                                               "1048576", "-n", "100", "-p",
+                                                               "18600", "-F", "--cpu_util"});
+  // A fact from the gid-index step wins over the scenario's fallback.
+  f.point.client_facts = {{"gid_index", "5"}};
+  CHECK(perftest().commands(f.point).client.argv == Argv{"ib_send_bw", "-x", "5", "-s", "1048576",
+                                                         "-n", "100", "-p", "18600", "-F",
+                                                         "--cpu_util", "10.10.0.1"});
+}
+
+TEST_CASE("perftest module: emulator hosts run ernicctl's load generator", "[perftest][module]") {
+  PointFixture f;
+  f.param("verb", "send").param("mode", "bw").param("size", "4096").param("iterations", "1000");
+  f.param("tx_depth", "128").param("extra_args", "-F");
+  f.point.server_facts = {{"perf_socket", "/run/ernic/1.sock"},
+                          {"ernicctl", "/usr/local/bin/ernicctl"},
+                          {"rdma_device", "ionic_0"}};
+  f.point.client_facts = {{"perf_socket", "/run/ernic/2.sock"},
+                          {"ernicctl", "/usr/local/bin/ernicctl"}};
+  PointCommands commands = perftest().commands(f.point);
+  CHECK(commands.server->spec.argv == Argv{"/usr/local/bin/ernicctl", "perf", "send_bw", "--socket",
+                                           "/run/ernic/1.sock", "-s", "4096", "-n", "1000", "-t",
+                                           "128", "--report_gbits", "-p", "18600"});
+  CHECK(commands.client.argv == Argv{"/usr/local/bin/ernicctl", "perf", "send_bw", "--socket",
+                                     "/run/ernic/2.sock", "-s", "4096", "-n", "1000", "-t", "128",
+                                     "--report_gbits", "-p", "18600", "10.10.0.1"});
+  CHECK(commands.server->readiness.listening_port == std::optional<std::uint16_t>(18600));
+  CHECK(commands.server->readiness.description ==
+        "ernicctl perf send_bw server listening on port 18600");
+
+  f.param("mode", "lat");
+  CHECK(perftest().commands(f.point).client.argv ==
+        Argv{"/usr/local/bin/ernicctl", "perf", "send_lat", "--socket", "/run/ernic/2.sock", "-s",
+             "4096", "-n", "1000", "-t", "128", "-p", "18600", "10.10.0.1"});
+}
+
+TEST_CASE("perftest module: parse reads the client's row for the point's size",
+          "[perftest][module]") {
+  PointFixture f;
+  f.param("verb", "write").param("mode", "bw").param("size", "65536");
+  CommandResult server = exited(0, read_sample("ib_write_bw_s65536.server.txt"));
+  CommandResult client = exited(0, read_sample("ib_write_bw_s65536.client.txt"));
+  ParseOutcome outcome = perftest().parse(&server, client, f.point);
+  INFO(outcome.error);
+  REQUIRE(outcome.ok);
+  CHECK(outcome.metrics.at("bw_peak_GBs") == Approx(13.51 * 1048576 / 1e9));
+  CHECK(outcome.metrics.at("bw_avg_GBs") == Approx(11.72 * 1048576 / 1e9));
+  CHECK(outcome.metrics.at("msg_rate_mpps") == Approx(0.000188));
+  CHECK(outcome.details.at("client").at("tables").at(0).at("side") == "client");
+  CHECK(outcome.details.at("server").at("tables").at(0).at("side") == "server");
+
+  f.param("size", "4096");
+  ParseOutcome wrong_size = perftest().parse(&server, client, f.point);
+  CHECK_FALSE(wrong_size.ok);
+  CHECK(wrong_size.error == "client table has no row for size 4096 (sizes: 65536)");
+
+  f.param("size", "65536").param("verb", "send");
+  ParseOutcome wrong_tool = perftest().parse(&server, client, f.point);
+  CHECK_FALSE(wrong_tool.ok);
+  CHECK_THAT(wrong_tool.error, Catch::Contains("'RDMA_Write BW Test' table, expected ib_send_bw"));
+}
+
+TEST_CASE("perftest module: latency point; the read server prints no table", "[perftest][module]") {
+  PointFixture f;
+  f.param("verb", "read").param("mode", "lat").param("size", "64");
+  CommandResult server = exited(0, read_sample("ib_read_lat_s64.server.txt"));
+  CommandResult client = exited(0, read_sample("ib_read_lat_s64.client.txt"));
+  ParseOutcome outcome = perftest().parse(&server, client, f.point);
+  INFO(outcome.error);
+  REQUIRE(outcome.ok);
+  CHECK(outcome.metrics.at("lat_min_us") == Approx(219.47));
+  CHECK(outcome.metrics.at("lat_max_us") == Approx(2757.08));
+  CHECK(outcome.metrics.at("lat_typical_us") == Approx(334.48));
+  CHECK(outcome.metrics.count("bw_avg_GBs") == 0);
+}
+
+TEST_CASE("perftest module: a latency table in cycles is not reported as microseconds",
+          "[perftest][module]") {
+  PointFixture f;
+  f.param("verb", "send").param("mode", "lat").param("size", "64");
+  std::string text = read_sample("ib_send_lat_s64.client.txt");
+  for (auto at = text.find("[usec]"); at != std::string::npos; at = text.find("[usec]", at)) {
+    text.replace(at, 6, "[cycles]");
+  }
+  ParseOutcome outcome = perftest().parse(nullptr, exited(0, text), f.point);
+  CHECK_FALSE(outcome.ok);
+  CHECK(outcome.metrics.empty());
+  CHECK(outcome.error == "cannot convert the client's 'cycles' unit to microseconds");
+}
+
+TEST_CASE("perftest module: failures carry their reason", "[perftest][module]") {
+  PointFixture f;
+  f.param("verb", "write").param("mode", "bw").param("size", "65536");
+  CommandResult server = exited(0, read_sample("ib_write_bw_s65536.server.txt"));
+
+  CommandResult refused = exited(1, "", read_sample("ib_write_bw_error_no_server.client.txt"));
+  ParseOutcome no_server = perftest().parse(nullptr, refused, f.point);
+  CHECK_FALSE(no_server.ok);
+  CHECK_THAT(no_server.error, Catch::StartsWith("client: line 1: Couldn't connect to "
+                                                "10.10.0.1:18515") &&
+                                  Catch::EndsWith("(exit status 1)"));
+  CHECK(no_server.metrics.empty());
+
+  CommandResult silent = exited(0, "");
+  ParseOutcome nothing = perftest().parse(&server, silent, f.point);
+  CHECK_FALSE(nothing.ok);
+  CHECK_THAT(nothing.error, Catch::Contains("no result table") && Catch::Contains("empty"));
+
+  // A complete table but a non-zero exit is not trusted.
+  CommandResult odd_exit = exited(3, read_sample("ib_write_bw_s65536.client.txt"));
+  ParseOutcome odd = perftest().parse(&server, odd_exit, f.point);
+  CHECK_FALSE(odd.ok);
+  CHECK(odd.error == "client exit status 3 although its output is complete");
+
+  CommandResult client = exited(0, read_sample("ib_write_bw_s65536.client.txt"));
+  CommandResult failing_server =
+      exited(1, "", " Completion with error at server\n Failed status 10: wr_id 0 syndrom 0x88\n");
+  ParseOutcome server_failed = perftest().parse(&failing_server, client, f.point);
+  CHECK_FALSE(server_failed.ok);
+  CHECK_THAT(server_failed.error, Catch::StartsWith("server: line 1: Completion with error") &&
+                                      Catch::Contains("IBV_WC_REM_ACCESS_ERR"));
+}
+
+TEST_CASE("perftest module: publishes rocm-ernic's bandwidth, latency and badge",
+          "[perftest][module]") {
+  const std::vector<std::uint64_t> tracked = {4096, 65536, 1048576};
+  PublishedFigures figures;
+  auto publish = [&](const char* verb, const char* mode, const char* size,
+                     std::map<std::string, double> median) {
+    PointParams params;
+    params.set("verb", verb);
+    params.set("mode", mode);
+    params.set("size", size);
+    PointSummary summary{&params, std::move(median)};
+    perftest().publish(summary, tracked, figures);
+  };
+  publish("send", "bw", "1048576", {{"bw_peak_GBs", 4.72}, {"bw_avg_GBs", 4.5}});
+  publish("send", "bw", "4096", {{"bw_avg_GBs", 0.39}});  // peak not measured: average
+  publish("write", "bw", "65536", {{"bw_peak_GBs", 9.0}, {"bw_avg_GBs", 8.0}});
+  publish("send", "bw", "8388608", {{"bw_peak_GBs", 3.4}});  // not a tracked size
+  publish("send", "lat", "65536", {{"lat_typical_us", 247.64}, {"lat_min_us", 200.0}});
+  CHECK(figures.series.at("bandwidth") ==
+        std::map<std::string, double>{{"1048576", 4.72}, {"4096", 0.39}});
+  CHECK(figures.series.at("latency") == std::map<std::string, double>{{"65536", 247.64}});
+  CHECK(figures.badges == std::map<std::string, double>{{"rdma_bw_GBs", 4.72}});
+}
+
+}  // namespace
+}  // namespace ernic

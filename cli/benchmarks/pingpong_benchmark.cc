@@ -1,0 +1,148 @@
+// The ibv_rc_pingpong benchmark module (rdma-core): RC ping-pong latency and bandwidth.
+#include <fmt/format.h>
+
+#include "benchmarks/benchmark.h"
+#include "benchmarks/pingpong_parser.h"
+#include "benchmarks/registry.h"
+
+namespace ernic {
+namespace {
+
+std::string fact(const HostFacts& facts, const std::string& key) {
+  auto found = facts.find(key);
+  return found == facts.end() ? "" : found->second;
+}
+
+std::string combined_output(const CommandResult& result) {
+  if (result.err.empty()) {
+    return result.out;
+  }
+  if (result.out.empty() || result.out.back() == '\n') {
+    return result.out + result.err;
+  }
+  return result.out + "\n" + result.err;
+}
+
+class PingpongBenchmark final : public Benchmark {
+ public:
+  std::string_view tool() const override { return "pingpong"; }
+  std::string_view description() const override {
+    return "ibv_rc_pingpong (rdma-core) RC ping-pong between two hosts";
+  }
+
+  const ObjectSchema& params() const override {
+    static const ObjectSchema schema{
+        .description = "ibv_rc_pingpong parameters",
+        .fields = {
+            {.name = "size",
+             .kind = ValueKind::kSize,
+             .description = "Message size (-s)",
+             .matrix = true,
+             .default_text = "4KiB"},
+            {.name = "iterations",
+             .kind = ValueKind::kInteger,
+             .description = "Round trips (-n)",
+             .default_text = "100",
+             .minimum = 1},
+            {.name = "gid_index",
+             .kind = ValueKind::kInteger,
+             .description = "GID index (-g) when the gid-index setup step did not find one; "
+                            "RoCE devices, soft-RoCE included, need one",
+             .minimum = 0},
+        }};
+    return schema;
+  }
+
+  std::vector<MetricInfo> metrics() const override {
+    return {{"bw_Mbps", "Mbit/s", Better::kHigher},
+            {"bw_GBs", "GB/s", Better::kHigher},
+            {"lat_per_iter_us", "us", Better::kLower}};
+  }
+
+  std::vector<Program> programs() const override { return {{"ibv_rc_pingpong", "ibverbs-utils"}}; }
+
+  PointCommands commands(const PointContext& point) const override {
+    PointCommands commands;
+    ServerCommand server;
+    server.spec = side_command(point, point.server_facts, "");
+    server.readiness.listening_port = point.port;
+    server.readiness.description =
+        fmt::format("ibv_rc_pingpong server listening on port {}", point.port);
+    commands.server = std::move(server);
+    commands.client = side_command(point, point.client_facts, point.server->address());
+    return commands;
+  }
+
+  ParseOutcome parse(const CommandResult* server, const CommandResult& client,
+                     const PointContext& point) const override {
+    ParseOutcome outcome;
+    PingpongOutput client_output = parse_pingpong_output(combined_output(client));
+    outcome.details["client"] = pingpong_output_to_json(client_output);
+    std::optional<PingpongOutput> server_output;
+    if (server != nullptr) {
+      server_output = parse_pingpong_output(combined_output(*server));
+      outcome.details["server"] = pingpong_output_to_json(*server_output);
+    }
+    if (!client_output.error.empty()) {
+      outcome.error = fmt::format("client: {}", client_output.error);
+      if (!client.ok()) {
+        outcome.error += fmt::format(" ({})", client.describe());
+      }
+      return outcome;
+    }
+    if (!client.ok()) {
+      outcome.error = fmt::format("client {} although it printed a result", client.describe());
+      return outcome;
+    }
+    if (server_output && server_output->error_line > 0) {
+      outcome.error = fmt::format("server: {}", server_output->error);
+      return outcome;
+    }
+    const PingpongResult& result = client_output.results.back();
+    std::uint64_t iterations =
+        point.params.has("iterations") ? point.params.integer("iterations") : 100;
+    if (result.iters != iterations) {
+      outcome.error =
+          fmt::format("client reports {} iterations, {} were asked for", result.iters, iterations);
+      return outcome;
+    }
+    outcome.metrics = pingpong_metrics(result);
+    outcome.ok = true;
+    return outcome;
+  }
+
+ private:
+  static CommandSpec side_command(const PointContext& point, const HostFacts& facts,
+                                  const std::string& server_address) {
+    const PointParams& p = point.params;
+    CommandSpec spec;
+    spec.timeout = point.timeout;
+    spec.argv = {"ibv_rc_pingpong"};
+    if (std::string device = fact(facts, "rdma_device"); !device.empty()) {
+      spec.argv.insert(spec.argv.end(), {"-d", device});
+    }
+    std::string gid = fact(facts, "gid_index");
+    if (gid.empty() && p.has("gid_index")) {
+      gid = p.text("gid_index");
+    }
+    if (!gid.empty()) {
+      spec.argv.insert(spec.argv.end(), {"-g", gid});
+    }
+    spec.argv.insert(spec.argv.end(),
+                     {"-n", p.has("iterations") ? p.text("iterations") : "100", "-s",
+                      p.has("size") ? p.text("size") : "4096", "-p", std::to_string(point.port)});
+    if (!server_address.empty()) {
+      spec.argv.push_back(server_address);
+    }
+    return spec;
+  }
+};
+
+}  // namespace
+
+const Benchmark& pingpong_benchmark() {
+  static const PingpongBenchmark benchmark;
+  return benchmark;
+}
+
+}  // namespace ernic

@@ -1,0 +1,141 @@
+// `emulator: {kind: embedded}`: a manager and N-1 workers of this repository's emulator
+// (`ernicctl emulator`), joined by the TCP mesh on loopback, as child processes of the run.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+
+#include "emulators/registry.h"
+#include "supervisor.h"
+
+namespace ernic {
+namespace {
+
+std::string own_executable() {
+  return std::filesystem::read_symlink("/proc/self/exe").string();
+}
+
+std::string random_token() {
+  std::random_device device;
+  return fmt::format("{:08x}{:08x}", device(), device());
+}
+
+class RunningEmbedded final : public RunningEmulator {
+ public:
+  explicit RunningEmbedded(std::shared_ptr<emu::Supervisor> supervisor) : supervisor_(std::move(supervisor)) {}
+  std::string check_alive() override { return supervisor_->check_alive(); }
+  int instance_count() const override { return static_cast<int>(supervisor_->instances().size()); }
+  HostFacts facts_for(int instance) const override {
+    for (const auto& info : supervisor_->instances()) {
+      if (info.id == instance) {
+        std::string gids;
+        for (const auto& gid : info.gids) {
+          gids += (gids.empty() ? "" : ",") + gid;
+        }
+        return {{"perf_socket", info.socket.string()},
+                {"ernicctl", own_executable()},
+                {"emulator_instance", std::to_string(info.id)},
+                {"emulator_role", info.role},
+                {"emulator_gids", gids},
+                {"emulator_mac", info.mac}};
+      }
+    }
+    throw std::out_of_range(fmt::format("no emulator instance {}", instance));
+  }
+  nlohmann::json record() const override {
+    nlohmann::json instances = nlohmann::json::array();
+    for (const auto& info : supervisor_->instances()) {
+      instances.push_back({{"id", info.id},
+                           {"role", info.role},
+                           {"mac", info.mac},
+                           {"gids", info.gids},
+                           {"log", info.log.filename().string()},
+                           {"stats", info.stats.filename().string()}});
+    }
+    return {{"kind", "embedded"}, {"version", ERNIC_VERSION}, {"instances", instances}};
+  }
+
+ private:
+  std::shared_ptr<emu::Supervisor> supervisor_;
+};
+
+class EmbeddedEmulator final : public EmulatorKind {
+ public:
+  std::string_view name() const override { return "embedded"; }
+  std::string_view description() const override {
+    return "The embedded ERNIC emulator: a manager and workers over a TCP mesh on this machine";
+  }
+  const ObjectSchema& schema() const override {
+    static const ObjectSchema schema{
+        .description = "",
+        .fields = {
+            {.name = "instances", .kind = ValueKind::kInteger,
+             .description = "Instances: one manager, the rest workers", .default_text = "2",
+             .minimum = 1, .maximum = 64},
+            {.name = "mesh_port", .kind = ValueKind::kInteger,
+             .description = "Manager's mesh port; 0 picks a free one", .default_text = "0",
+             .minimum = 0, .maximum = 65535},
+            {.name = "bind", .kind = ValueKind::kIpv4, .description = "Mesh address",
+             .default_text = "127.0.0.1"},
+            {.name = "token", .kind = ValueKind::kString,
+             .description = "Mesh token; a random one per run by default"},
+            {.name = "log_level", .kind = ValueKind::kEnum,
+             .enum_values = {"none", "error", "warn", "info", "debug"}, .default_text = "info"},
+            {.name = "ready_timeout", .kind = ValueKind::kDuration, .default_text = "30s"},
+        }};
+    return schema;
+  }
+  int instance_count(const YAML::Node& config) const override {
+    return config && config["instances"] ? config["instances"].as<int>() : 2;
+  }
+  std::vector<std::string> describe(const YAML::Node& config) const override {
+    std::vector<std::string> lines;
+    int count = instance_count(config);
+    for (int id = 1; id <= count; ++id) {
+      lines.push_back(fmt::format(
+          "ernicctl emulator --backend {} --socket <run>/instance{}.sock --log-file instance{}.log "
+          "--stats-file instance{}.stats --token <token>",
+          id == 1 ? "tcp:manager:listen:PORT" : "tcp:worker:127.0.0.1:PORT", id, id, id));
+    }
+    return lines;
+  }
+  std::unique_ptr<RunningEmulator> start(const YAML::Node& config, EmulatorContext& context) override {
+    emu::SupervisorConfig settings;
+    settings.executable = own_executable();
+    settings.instances = instance_count(config);
+    settings.base_port = config["mesh_port"] ? config["mesh_port"].as<std::uint16_t>() : 0;
+    settings.token = config["token"] ? config["token"].Scalar() : random_token();
+    settings.bind = config["bind"] ? config["bind"].Scalar() : "127.0.0.1";
+    settings.log_level = config["log_level"] ? config["log_level"].Scalar() : "info";
+    // Sockets need a short path (108 bytes); logs and stats are copied into the run directory.
+    settings.dir = std::filesystem::temp_directory_path() / fmt::format("ernic-{}", context.run_token);
+    std::filesystem::create_directories(settings.dir);
+    auto kept = context.run_dir / "emulator";
+    context.cleanup->push(fmt::format("remove {}", settings.dir.string()), [dir = settings.dir, kept] {
+      std::filesystem::create_directories(kept);
+      for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        auto extension = entry.path().extension();
+        if (extension == ".log" || extension == ".stats") {
+          std::filesystem::copy_file(entry.path(), kept / entry.path().filename(),
+                                     std::filesystem::copy_options::overwrite_existing);
+        }
+      }
+      std::filesystem::remove_all(dir);
+    });
+    // Shared with the cleanup action, so the instances are stopped even if start() throws.
+    auto supervisor = std::make_shared<emu::Supervisor>();
+    context.cleanup->push("stop the embedded emulator instances", [supervisor] { supervisor->stop(); });
+    supervisor->start(settings);
+    return std::make_unique<RunningEmbedded>(supervisor);
+  }
+};
+
+}  // namespace
+
+EmulatorKind& embedded_emulator() {
+  static EmbeddedEmulator kind;
+  return kind;
+}
+
+}  // namespace ernic

@@ -1,0 +1,58 @@
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "benchmarks/benchmark.h"
+#include "run/cleanup_stack.h"
+#include "scenario/schema.h"
+
+namespace ernic {
+
+// Emulator instances a run started. Hosts that name an `instance` get that instance's facts
+// (its front-end socket, GIDs, MAC), which benchmark modules turn into command lines.
+class RunningEmulator {
+ public:
+  virtual ~RunningEmulator() = default;
+  // Empty while every instance runs; otherwise which one died and its last log lines.
+  virtual std::string check_alive() = 0;
+  virtual int instance_count() const = 0;
+  // Throws std::out_of_range for an instance that does not exist.
+  virtual HostFacts facts_for(int instance) const = 0;
+  // What the history record says about the instances.
+  virtual nlohmann::json record() const = 0;
+};
+
+struct EmulatorContext {
+  std::filesystem::path run_dir;
+  std::string run_token;
+  CleanupStack* cleanup = nullptr;
+};
+
+// One value of the scenario's `emulator.kind`: none, embedded (this repository's emulator),
+// external (the rocm-ernic server).
+class EmulatorKind {
+ public:
+  virtual ~EmulatorKind() = default;
+  virtual std::string_view name() const = 0;
+  virtual std::string_view description() const = 0;
+  // Keys of the `emulator:` section besides `kind`.
+  virtual const ObjectSchema& schema() const = 0;
+  virtual int instance_count(const YAML::Node& config) const = 0;
+  // Dry run: what start() would launch.
+  virtual std::vector<std::string> describe(const YAML::Node& config) const = 0;
+  // Starts the instances and waits until they are ready; pushes their stop onto the cleanup
+  // stack. Returns null for `none`.
+  virtual std::unique_ptr<RunningEmulator> start(const YAML::Node& config, EmulatorContext& context) = 0;
+};
+
+const std::vector<EmulatorKind*>& all_emulator_kinds();
+EmulatorKind* find_emulator_kind(std::string_view name);
+
+}  // namespace ernic

@@ -1,0 +1,47 @@
+#include "emulators/emulator_kind.h"
+#include "emulators/registry.h"
+
+namespace ernic {
+namespace {
+
+class NoEmulator final : public EmulatorKind {
+ public:
+  std::string_view name() const override { return "none"; }
+  std::string_view description() const override {
+    return "No emulator: hosts bring their own RDMA device (or soft-RoCE), or run TCP tools only";
+  }
+  const ObjectSchema& schema() const override {
+    static const ObjectSchema schema{.description = "", .fields = {}};
+    return schema;
+  }
+  int instance_count(const YAML::Node&) const override { return 0; }
+  std::vector<std::string> describe(const YAML::Node&) const override { return {}; }
+  std::unique_ptr<RunningEmulator> start(const YAML::Node&, EmulatorContext&) override { return nullptr; }
+};
+
+}  // namespace
+
+EmulatorKind& no_emulator() {
+  static NoEmulator kind;
+  return kind;
+}
+
+const std::vector<EmulatorKind*>& all_emulator_kinds() {
+  static const std::vector<EmulatorKind*> kinds = {
+      &no_emulator(),
+      &embedded_emulator(),
+
+  };
+  return kinds;
+}
+
+EmulatorKind* find_emulator_kind(std::string_view name) {
+  for (EmulatorKind* kind : all_emulator_kinds()) {
+    if (kind->name() == name) {
+      return kind;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace ernic

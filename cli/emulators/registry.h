@@ -1,0 +1,10 @@
+#pragma once
+
+#include "emulators/emulator_kind.h"
+
+namespace ernic {
+
+EmulatorKind& no_emulator();
+EmulatorKind& embedded_emulator();
+
+}  // namespace ernic

@@ -1,0 +1,98 @@
+#include <fmt/format.h>
+
+#include "setup/step_support.h"
+#include "setup/steps.h"
+
+namespace ernic {
+namespace {
+
+using setup::field;
+
+const ObjectSchema& schema_of_step() {
+  static const ObjectSchema schema = [] {
+    FieldSchema run = field("run", ValueKind::kString, "Shell command to run (sh -c)");
+    run.required = true;
+    FieldSchema verify =
+        field("verify", ValueKind::kString, "Shell command that must succeed afterwards");
+    FieldSchema unless = field("unless", ValueKind::kString,
+                               "Shell command; when it succeeds, `run` is skipped (idempotence)");
+    FieldSchema timeout = field("timeout", ValueKind::kDuration, "Limit for each command");
+    timeout.default_text = "5m";
+    return ObjectSchema{"Runs a shell command, optionally guarded and verified",
+                        {run, verify, unless, timeout}};
+  }();
+  return schema;
+}
+
+std::string detail(const CommandResult& result) {
+  std::string text = setup::trim(result.err);
+  return text.empty() ? "" : ": " + text;
+}
+
+std::string required_run(const YAML::Node& config) {
+  std::string run = setup::text(config, "run", "");
+  if (run.empty()) {
+    throw SetupError("command: `run` is empty");
+  }
+  return run;
+}
+
+class CommandStep : public SetupStep {
+ public:
+  std::string_view kind() const override { return "command"; }
+  std::string_view description() const override {
+    return "Runs a shell command on the host; `unless` skips it when already done, `verify` "
+           "checks the result";
+  }
+  const ObjectSchema& schema() const override { return schema_of_step(); }
+
+  std::vector<std::string> describe(const YAML::Node& config, const Host& host) const override {
+    std::vector<std::string> lines;
+    std::string unless = setup::text(config, "unless", "");
+    std::string verify = setup::text(config, "verify", "");
+    lines.push_back(
+        fmt::format("sh -c {}  # on {}{}", shell_quote(required_run(config)), host.name(),
+                    unless.empty() ? "" : ", unless sh -c " + shell_quote(unless) + " succeeds"));
+    if (!verify.empty()) {
+      lines.push_back(fmt::format("verify: sh -c {}", shell_quote(verify)));
+    }
+    return lines;
+  }
+
+  void apply(const YAML::Node& config, Host& host, HostFacts& /*facts*/,
+             OutputSink* log) const override {
+    std::string run = required_run(config);
+    std::string unless = setup::text(config, "unless", "");
+    std::string verify = setup::text(config, "verify", "");
+    auto timeout = setup::duration(config, "timeout", "5m");
+    auto shell = [&](const std::string& command) {
+      return host.run(CommandSpec{{"/bin/sh", "-c", command}, timeout, {}}, log);
+    };
+    if (!unless.empty() && shell(unless).ok()) {
+      setup::note(log, fmt::format("skipped on {}: `{}` succeeded", host.name(), unless));
+    } else {
+      CommandResult result = shell(run);
+      if (!result.ok()) {
+        setup::fail(kind(), host,
+                    fmt::format("`{}` failed ({}){}", run, result.describe(), detail(result)));
+      }
+    }
+    if (!verify.empty()) {
+      CommandResult result = shell(verify);
+      if (!result.ok()) {
+        setup::fail(kind(), host,
+                    fmt::format("verification `{}` failed ({}){}", verify, result.describe(),
+                                detail(result)));
+      }
+    }
+  }
+};
+
+}  // namespace
+
+const SetupStep& command_step() {
+  static const CommandStep step;
+  return step;
+}
+
+}  // namespace ernic

@@ -1,0 +1,59 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "engine/wire.h"
+
+namespace ernic::emu {
+// A frame cancel() may drop: data, or (requests_only) a request of the QP's requester side.
+inline bool cancellable(const FrameHeader& h, bool requests_only) {
+  if (h.op == FrameOp::kAck || h.op == FrameOp::kNak) {
+    return false;
+  }
+  return !requests_only || h.op != FrameOp::kReadResponse;
+}
+}  // namespace ernic::emu
+
+namespace ernic::emu {
+
+using NodeId = std::uint32_t;
+
+// What the engine answers when a data frame's header arrives: where its payload goes.
+// destination == nullptr means "discard the payload" (the fabric reads it into scratch space).
+// A non-null destination is always payload_length bytes inside a registered region.
+struct Placement {
+  std::byte* destination = nullptr;
+};
+
+// Implemented by the engine: the fabric hands it frames and tells it when a peer is gone.
+class FabricReceiver {
+ public:
+  virtual ~FabricReceiver() = default;
+  virtual Placement place(NodeId from, const FrameHeader& header) = 0;
+  // The payload is in place (or discarded); act on the frame.
+  virtual void delivered(NodeId from, const FrameHeader& header) = 0;
+  virtual void peer_lost(NodeId node) = 0;
+};
+
+// How the engine reaches other engines. It never sees sockets.
+class Fabric {
+ public:
+  virtual ~Fabric() = default;
+  virtual NodeId local_node() const = 0;
+  virtual std::optional<NodeId> resolve_gid(std::string_view gid) const = 0;
+  virtual bool reachable(NodeId node) const = 0;
+  // Queues a frame. `payload` (header.payload_length bytes) must stay valid until the frame is
+  // written or cancel() drops it; it is written straight from that memory. Frames of one
+  // source QP keep their order; frames of different QPs interleave.
+  virtual void send(NodeId to, const FrameHeader& header, const std::byte* payload) = 0;
+  // Drops the not-yet-started data frames queued by one QP: all of them when it went to the
+  // error state, only its requests (SEND, WRITE, READ request) when it rewinds after an RNR
+  // NAK. ACKs and NAKs it already generated still go out.
+  virtual void cancel(NodeId to, std::uint32_t src_qpn, bool requests_only = false) = 0;
+};
+
+}  // namespace ernic::emu

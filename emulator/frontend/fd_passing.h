@@ -1,0 +1,16 @@
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ernic::emu {
+
+// One SEQPACKET message with optional file descriptors (SCM_RIGHTS). send returns false on
+// error (errno set); receive returns the byte count (0 at end of stream, -1 on error) and
+// appends received descriptors to `fds`.
+bool send_message(int socket, std::span<const std::byte> data, std::span<const int> fds = {});
+long receive_message(int socket, std::vector<std::byte>& data, std::vector<int>& fds);
+
+}  // namespace ernic::emu

@@ -1,0 +1,91 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/fabric.h"
+#include "engine/verbs.h"
+#include "frontend/shm_protocol.h"
+
+namespace ernic::emu {
+
+// A process's handle on an instance through the shared-memory front end: what libibverbs is
+// to a guest. Not thread-safe; one per thread.
+class ShmClient {
+ public:
+  struct Memory {
+    std::byte* data = nullptr;
+    std::size_t size = 0;
+    std::uint32_t region = 0;
+  };
+  struct Completion {
+    std::uint64_t wr_id = 0;
+    std::uint32_t qpn = 0;
+    std::uint32_t byte_len = 0;
+    std::uint32_t imm = 0;
+    std::uint8_t status = 0;  // WcStatus or shm::kLocalQpOperationError
+    std::uint8_t opcode = 0;
+    bool has_imm = false;
+    bool ok() const { return status == 0; }
+  };
+
+  // Throws std::runtime_error naming the socket when the instance cannot be reached.
+  explicit ShmClient(const std::string& socket_path);
+  ~ShmClient();
+  ShmClient(const ShmClient&) = delete;
+  ShmClient& operator=(const ShmClient&) = delete;
+
+  NodeId node() const { return node_; }
+  pid_t instance_pid() const { return instance_pid_; }
+  const std::vector<std::string>& gids() const { return gids_; }
+  const std::string& mac() const { return mac_; }
+
+  // Shared memory (memfd) the instance maps; work requests use its addresses as they are.
+  Memory allocate(std::size_t size);
+  std::uint32_t alloc_pd();
+  MemoryKeys reg_mr(std::uint32_t pd, const Memory& memory, std::size_t offset, std::size_t length,
+                    std::uint32_t access);
+  std::uint32_t create_cq();
+  std::uint32_t create_qp(std::uint32_t pd, std::uint32_t send_cq, std::uint32_t recv_cq);
+  void modify_qp(std::uint32_t qpn, const QpAttributes& attributes);
+  void destroy_qp(std::uint32_t qpn);
+
+  void post_send(std::uint32_t qpn, const SendWr& wr);
+  void post_recv(std::uint32_t qpn, const RecvWr& wr);
+  void post_nop(std::uint32_t cq, std::uint64_t wr_id);
+  std::size_t poll_cq(std::uint32_t cq, std::span<Completion> out);
+  // Waits for any completion: spins for `spin`, then blocks on the completion eventfd.
+  // Returns false on timeout; throws when the instance went away.
+  bool wait(std::chrono::microseconds spin, std::chrono::milliseconds timeout);
+  // Requests posted and not yet completed must stay below the completion ring size.
+  static constexpr std::uint32_t kMaxOutstanding = shm::kCompletionSlots / 2;
+
+ private:
+  std::vector<std::byte> call(shm::Op op, const std::basic_string<std::byte>& body,
+                              std::span<const int> fds = {}, std::vector<int>* received = nullptr);
+  void submit(const shm::SubmitEntry& entry);
+  void ring_doorbell_if_needed();
+  bool drain_completions();
+
+  int socket_ = -1;
+  int doorbell_fd_ = -1;
+  int completion_fd_ = -1;
+  shm::Area* area_ = nullptr;
+  NodeId node_ = 0;
+  pid_t instance_pid_ = 0;
+  std::string mac_;
+  std::vector<std::string> gids_;
+  std::string path_;
+  std::unordered_map<std::uint32_t, std::deque<Completion>> ready_;
+  std::vector<std::pair<void*, std::size_t>> mappings_;
+};
+
+}  // namespace ernic::emu

@@ -1,0 +1,83 @@
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+// The shared-memory front end: how a separate process uses an instance the way a guest uses a
+// NIC. Control operations (memory, PD, MR, CQ, QP) go over a UNIX SOCK_SEQPACKET socket, file
+// descriptors over SCM_RIGHTS; work requests and completions go through rings in a memfd the
+// instance creates, with eventfd doorbells and completion notifications that are only rung
+// when the other side said it is about to block.
+namespace ernic::emu::shm {
+
+inline constexpr std::uint32_t kProtocolVersion = 1;
+inline constexpr std::uint32_t kSubmitSlots = 4096;
+inline constexpr std::uint32_t kCompletionSlots = 8192;
+
+enum class SubmitKind : std::uint8_t { kSend = 1, kRecv = 2, kNop = 3 };
+
+struct SubmitEntry {
+  std::uint64_t wr_id;
+  std::uint64_t addr;
+  std::uint64_t remote_addr;
+  std::uint32_t qpn;  // kNop: the CQ that receives the completion
+  std::uint32_t length;
+  std::uint32_t lkey;
+  std::uint32_t rkey;
+  std::uint32_t imm;
+  std::uint8_t kind;
+  std::uint8_t opcode;  // SendOpcode
+  std::uint8_t signaled;
+  std::uint8_t reserved;
+};
+
+struct CompletionEntry {
+  std::uint64_t wr_id;
+  std::uint32_t qpn;
+  std::uint32_t cq;
+  std::uint32_t byte_len;
+  std::uint32_t imm;
+  std::uint8_t status;  // WcStatus, or kLocalQpOperationError
+  std::uint8_t opcode;  // WcOpcode; 0xff for a NOP
+  std::uint8_t has_imm;
+  std::uint8_t reserved[5];
+};
+
+// A work request the instance could not even start (unknown QP, QP not ready).
+inline constexpr std::uint8_t kLocalQpOperationError = 0xfe;
+inline constexpr std::uint8_t kNopOpcode = 0xff;
+
+struct alignas(64) Index {
+  std::atomic<std::uint32_t> value;
+};
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
+
+struct Area {
+  Index submit_head;       // instance consumes
+  Index submit_tail;       // client produces
+  Index completion_head;   // client consumes
+  Index completion_tail;   // instance produces
+  Index instance_waiting;  // set by the instance before it blocks: ring the doorbell
+  Index client_waiting;    // set by the client before it blocks: notify completions
+  SubmitEntry submits[kSubmitSlots];
+  CompletionEntry completions[kCompletionSlots];
+};
+
+enum class Op : std::uint32_t {
+  kOpen = 1,
+  kRegisterMemory = 2,
+  kAllocPd = 3,
+  kRegisterMr = 4,
+  kDeregisterMr = 5,
+  kCreateCq = 6,
+  kCreateQp = 7,
+  kModifyQp = 8,
+  kDestroyQp = 9,
+};
+
+inline constexpr std::size_t kMaxControlMessage = 64u << 10;
+
+}  // namespace ernic::emu::shm

@@ -1,0 +1,440 @@
+#include "frontend/shm_server.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "engine/wire.h"
+#include "frontend/fd_passing.h"
+
+namespace ernic::emu {
+namespace {
+
+using Bytes = std::basic_string<std::byte>;
+
+Bytes ok_response(const ByteWriter& body) {
+  ByteWriter w;
+  w.u32(0);
+  w.str("");
+  w.raw(body.bytes());
+  return w.bytes();
+}
+
+Bytes error_response(const std::string& message) {
+  ByteWriter w;
+  w.u32(1);
+  w.str(message);
+  return w.bytes();
+}
+
+}  // namespace
+
+ShmFrontEnd::ShmFrontEnd(EventLoop& loop, Engine& engine, Logger& log, InstanceIdentity identity)
+    : loop_(loop), engine_(engine), log_(log), identity_(std::move(identity)) {
+  poller_ = loop_.add_poller({
+      [this] {
+        bool worked = false;
+        for (auto& [fd, c] : clients_) {
+          worked |= drain(*c);
+        }
+        return worked;
+      },
+      [this] {
+        // Say we are about to block, then look once more: a client that posted before seeing
+        // the flag is picked up here, one that posts after it rings the doorbell.
+        for (auto& [fd, c] : clients_) {
+          if (c->area != nullptr) {
+            c->area->instance_waiting.value.store(1, std::memory_order_seq_cst);
+          }
+        }
+        for (auto& [fd, c] : clients_) {
+          if (c->area != nullptr &&
+              c->area->submit_head.value.load(std::memory_order_relaxed) !=
+                  c->area->submit_tail.value.load(std::memory_order_seq_cst)) {
+            for (auto& [fd2, c2] : clients_) {
+              if (c2->area != nullptr) {
+                c2->area->instance_waiting.value.store(0, std::memory_order_relaxed);
+              }
+            }
+            return false;
+          }
+        }
+        return true;
+      },
+  });
+}
+
+ShmFrontEnd::~ShmFrontEnd() {
+  close_all();
+  loop_.remove_poller(poller_);
+}
+
+void ShmFrontEnd::listen(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) {
+    throw std::runtime_error("socket path too long: " + path);
+  }
+  std::strcpy(addr.sun_path, path.c_str());
+  unlink(path.c_str());  // a socket left by a killed instance
+  listen_fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(listen_fd_, 16) != 0) {
+    const std::string why = std::strerror(errno);
+    close(listen_fd_);
+    listen_fd_ = -1;
+    throw std::runtime_error("cannot create socket " + path + ": " + why);
+  }
+  path_ = path;
+  loop_.add_fd(listen_fd_, EPOLLIN, [this](std::uint32_t) { accept_ready(); });
+}
+
+void ShmFrontEnd::close_all() {
+  while (!clients_.empty()) {
+    drop(*clients_.begin()->second);
+  }
+  if (listen_fd_ >= 0) {
+    loop_.remove_fd(listen_fd_);
+    close(listen_fd_);
+    listen_fd_ = -1;
+    unlink(path_.c_str());
+  }
+}
+
+void ShmFrontEnd::accept_ready() {
+  while (true) {
+    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      return;
+    }
+    auto client = std::make_unique<Client>();
+    client->fd = fd;
+    Client& c = *client;
+    clients_[fd] = std::move(client);
+    loop_.add_fd(fd, EPOLLIN, [this, &c](std::uint32_t events) {
+      if (events & EPOLLIN) {
+        on_message(c);
+      } else if (events & (EPOLLHUP | EPOLLERR)) {
+        drop(c);
+      }
+    });
+  }
+}
+
+void ShmFrontEnd::drop(Client& c) {
+  for (std::uint32_t qpn : c.qps) {
+    engine_.destroy_qp(qpn);
+  }
+  for (std::uint32_t key : c.mrs) {
+    engine_.dereg_mr(key);
+  }
+  for (Engine::Handle cq : c.cqs) {
+    engine_.destroy_cq(cq);
+    cq_owner_.erase(cq);
+  }
+  for (Engine::Handle pd : c.pds) {
+    engine_.dealloc_pd(pd);
+  }
+  for (auto& [id, region] : c.regions) {
+    munmap(region.base, region.size);
+  }
+  if (c.area != nullptr) {
+    munmap(c.area, sizeof(shm::Area));
+  }
+  for (int fd : {c.area_fd, c.doorbell_fd, c.completion_fd}) {
+    if (fd >= 0) {
+      if (fd == c.doorbell_fd) {
+        loop_.remove_fd(fd);
+      }
+      close(fd);
+    }
+  }
+  loop_.remove_fd(c.fd);
+  close(c.fd);
+  log_.debug("front end: client {} detached", c.fd);
+  clients_.erase(c.fd);  // destroys c
+}
+
+void ShmFrontEnd::on_message(Client& c) {
+  std::vector<std::byte> data;
+  std::vector<int> fds;
+  const long n = receive_message(c.fd, data, fds);
+  if (n <= 0) {
+    for (int fd : fds) {
+      close(fd);
+    }
+    if (n < 0 && errno == EAGAIN) {
+      return;
+    }
+    drop(c);
+    return;
+  }
+  ByteReader r(data);
+  const auto op = static_cast<shm::Op>(r.u32());
+  ByteWriter body;
+  Bytes response;
+  std::vector<int> send_fds;
+  try {
+    switch (op) {
+      case shm::Op::kOpen: {
+        if (r.u32() != shm::kProtocolVersion) {
+          throw VerbsError("front-end protocol version mismatch");
+        }
+        if (c.area != nullptr) {
+          throw VerbsError("already open");
+        }
+        c.area_fd = memfd_create("ernic-rings", MFD_CLOEXEC);
+        if (c.area_fd < 0 || ftruncate(c.area_fd, sizeof(shm::Area)) != 0) {
+          throw VerbsError(std::string("cannot create the ring memory: ") + std::strerror(errno));
+        }
+        void* p =
+            mmap(nullptr, sizeof(shm::Area), PROT_READ | PROT_WRITE, MAP_SHARED, c.area_fd, 0);
+        if (p == MAP_FAILED) {
+          throw VerbsError(std::string("cannot map the ring memory: ") + std::strerror(errno));
+        }
+        c.area = new (p) shm::Area();
+        c.doorbell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        c.completion_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        loop_.add_fd(c.doorbell_fd, EPOLLIN, [this, &c](std::uint32_t) {
+          std::uint64_t value = 0;
+          [[maybe_unused]] auto ignored = read(c.doorbell_fd, &value, sizeof value);
+          drain(c);
+        });
+        body.u32(identity_.node());
+        body.u32(static_cast<std::uint32_t>(getpid()));
+        body.str(identity_.mac);
+        body.u16(static_cast<std::uint16_t>(identity_.gids.size()));
+        for (const auto& gid : identity_.gids) {
+          body.str(gid);
+        }
+        send_fds = {c.area_fd, c.doorbell_fd, c.completion_fd};
+        break;
+      }
+      case shm::Op::kRegisterMemory: {
+        const std::uint64_t size = r.u64();
+        if (fds.size() != 1 || size == 0) {
+          throw VerbsError("register memory needs one memfd and a size");
+        }
+        struct stat st {};
+        if (fstat(fds[0], &st) != 0 || static_cast<std::uint64_t>(st.st_size) < size) {
+          throw VerbsError("the memory file is smaller than the size given");
+        }
+        void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+        if (p == MAP_FAILED) {
+          throw VerbsError(std::string("cannot map client memory: ") + std::strerror(errno));
+        }
+        const std::uint32_t id = c.next_region++;
+        c.regions[id] = {static_cast<std::byte*>(p), size};
+        body.u32(id);
+        break;
+      }
+      case shm::Op::kAllocPd: {
+        const auto pd = engine_.alloc_pd();
+        c.pds.insert(pd);
+        body.u32(pd);
+        break;
+      }
+      case shm::Op::kRegisterMr: {
+        const std::uint32_t pd = r.u32();
+        const std::uint32_t region = r.u32();
+        const std::uint64_t offset = r.u64();
+        const std::uint64_t length = r.u64();
+        const std::uint64_t iova = r.u64();
+        const std::uint32_t access = r.u32();
+        auto it = c.regions.find(region);
+        if (!c.pds.contains(pd) || it == c.regions.end()) {
+          throw VerbsError("unknown protection domain or memory");
+        }
+        if (offset > it->second.size || length > it->second.size - offset) {
+          throw VerbsError("memory region outside the registered memory");
+        }
+        const auto keys = engine_.reg_mr(pd, it->second.base + offset, iova, length, access);
+        c.mrs.insert(keys.lkey);
+        body.u32(keys.lkey);
+        body.u32(keys.rkey);
+        break;
+      }
+      case shm::Op::kDeregisterMr: {
+        const std::uint32_t key = r.u32();
+        if (!c.mrs.contains(key)) {
+          throw VerbsError("unknown memory key");
+        }
+        engine_.dereg_mr(key);
+        c.mrs.erase(key);
+        break;
+      }
+      case shm::Op::kCreateCq: {
+        const auto cq = engine_.create_cq();
+        c.cqs.insert(cq);
+        cq_owner_[cq] = &c;
+        engine_.set_completion_handler(cq, [this, &c, cq](const Completion& completion) {
+          push_completion(c, cq, completion);
+        });
+        body.u32(cq);
+        break;
+      }
+      case shm::Op::kCreateQp: {
+        const std::uint32_t pd = r.u32();
+        const std::uint32_t send_cq = r.u32();
+        const std::uint32_t recv_cq = r.u32();
+        if (!c.pds.contains(pd) || !c.cqs.contains(send_cq) || !c.cqs.contains(recv_cq)) {
+          throw VerbsError("unknown protection domain or completion queue");
+        }
+        const auto qpn = engine_.create_qp(pd, send_cq, recv_cq);
+        c.qps.insert(qpn);
+        body.u32(qpn);
+        break;
+      }
+      case shm::Op::kModifyQp: {
+        const std::uint32_t qpn = r.u32();
+        QpAttributes a;
+        a.state = static_cast<QpState>(r.u8());
+        a.access = r.u32();
+        a.remote_gid = r.str();
+        a.remote_qpn = r.u32();
+        a.rnr_retry = r.u8();
+        a.rnr_delay = std::chrono::microseconds(r.u32());
+        if (!c.qps.contains(qpn) || a.state > QpState::kError) {
+          throw VerbsError("unknown queue pair or state");
+        }
+        engine_.modify_qp(qpn, a);
+        break;
+      }
+      case shm::Op::kDestroyQp: {
+        const std::uint32_t qpn = r.u32();
+        if (!c.qps.contains(qpn)) {
+          throw VerbsError("unknown queue pair");
+        }
+        engine_.destroy_qp(qpn);
+        c.qps.erase(qpn);
+        break;
+      }
+      default:
+        throw VerbsError("unknown front-end operation");
+    }
+    if (r.failed()) {
+      throw VerbsError("truncated front-end request");
+    }
+    response = ok_response(body);
+  } catch (const std::exception& e) {
+    response = error_response(e.what());
+  }
+  for (int fd : fds) {
+    close(fd);
+  }
+  if (!send_message(c.fd, response, send_fds)) {
+    drop(c);
+  }
+}
+
+bool ShmFrontEnd::drain(Client& c) {
+  if (c.area == nullptr) {
+    return false;
+  }
+  shm::Area& a = *c.area;
+  std::uint32_t head = a.submit_head.value.load(std::memory_order_relaxed);
+  const std::uint32_t tail = a.submit_tail.value.load(std::memory_order_acquire);
+  if (head == tail) {
+    return false;
+  }
+  a.instance_waiting.value.store(0, std::memory_order_relaxed);
+  // Bound the batch: a client cannot make the instance loop forever.
+  std::uint32_t budget = shm::kSubmitSlots;
+  while (head != tail && budget-- > 0) {
+    const shm::SubmitEntry e = a.submits[head % shm::kSubmitSlots];
+    ++head;
+    try {
+      if (e.kind == static_cast<std::uint8_t>(shm::SubmitKind::kNop)) {
+        shm::CompletionEntry done{};
+        done.wr_id = e.wr_id;
+        done.cq = e.qpn;
+        done.opcode = shm::kNopOpcode;
+        push_raw(c, done);
+        continue;
+      }
+      if (!c.qps.contains(e.qpn)) {
+        throw VerbsError("unknown queue pair");
+      }
+      if (e.kind == static_cast<std::uint8_t>(shm::SubmitKind::kRecv)) {
+        engine_.post_recv(e.qpn, {e.wr_id, {e.addr, e.length, e.lkey}});
+      } else if (e.kind == static_cast<std::uint8_t>(shm::SubmitKind::kSend) &&
+                 e.opcode <= static_cast<std::uint8_t>(SendOpcode::kRdmaRead)) {
+        SendWr wr;
+        wr.wr_id = e.wr_id;
+        wr.opcode = static_cast<SendOpcode>(e.opcode);
+        wr.sge = {e.addr, e.length, e.lkey};
+        wr.signaled = e.signaled != 0;
+        wr.imm = e.imm;
+        wr.remote_addr = e.remote_addr;
+        wr.rkey = e.rkey;
+        engine_.post_send(e.qpn, wr);
+      } else {
+        throw VerbsError("malformed work request");
+      }
+    } catch (const VerbsError& error) {
+      log_.debug("front end: work request {} refused: {}", e.wr_id, error.what());
+      shm::CompletionEntry failed{};
+      failed.wr_id = e.wr_id;
+      failed.qpn = e.qpn;
+      failed.status = shm::kLocalQpOperationError;
+      // Report on the QP's send CQ when the QP is known; otherwise the client's first CQ.
+      failed.cq = c.cqs.empty() ? 0 : *c.cqs.begin();
+      push_raw(c, failed);
+    }
+  }
+  a.submit_head.value.store(head, std::memory_order_release);
+  return true;
+}
+
+void ShmFrontEnd::push_completion(Client& c, Engine::Handle cq, const Completion& completion) {
+  shm::CompletionEntry e{};
+  e.wr_id = completion.wr_id;
+  e.qpn = completion.qpn;
+  e.cq = cq;
+  e.byte_len = completion.byte_len;
+  e.imm = completion.imm;
+  e.status = static_cast<std::uint8_t>(completion.status);
+  e.opcode = static_cast<std::uint8_t>(completion.opcode);
+  e.has_imm = completion.has_imm ? 1 : 0;
+  push_raw(c, e);
+}
+
+void ShmFrontEnd::push_raw(Client& c, const shm::CompletionEntry& entry) {
+  shm::Area& a = *c.area;
+  const std::uint32_t tail = a.completion_tail.value.load(std::memory_order_relaxed);
+  const std::uint32_t head = a.completion_head.value.load(std::memory_order_acquire);
+  if (tail - head >= shm::kCompletionSlots) {
+    // The client keeps fewer requests outstanding than the ring holds; only a broken one
+    // gets here, and it loses completions rather than the instance blocking.
+    if (c.ring_overflows++ == 0) {
+      log_.error("front end: completion ring of client {} overflowed", c.fd);
+    }
+    return;
+  }
+  a.completions[tail % shm::kCompletionSlots] = entry;
+  a.completion_tail.value.store(tail + 1, std::memory_order_seq_cst);
+  c.notify_pending = true;
+}
+
+void ShmFrontEnd::notify() {
+  for (auto& [fd, c] : clients_) {
+    if (!c->notify_pending || c->area == nullptr) {
+      continue;
+    }
+    c->notify_pending = false;
+    if (c->area->client_waiting.value.exchange(0, std::memory_order_seq_cst) != 0) {
+      const std::uint64_t one = 1;
+      [[maybe_unused]] auto ignored = write(c->completion_fd, &one, sizeof one);
+    }
+  }
+}
+
+}  // namespace ernic::emu

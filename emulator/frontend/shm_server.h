@@ -1,0 +1,83 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "frontend/shm_protocol.h"
+#include "runtime/event_loop.h"
+#include "runtime/log.h"
+
+namespace ernic::emu {
+
+// What a client learns about the instance it attached to.
+struct InstanceIdentity {
+  std::function<NodeId()> node;
+  std::vector<std::string> gids;
+  std::string mac;
+};
+
+// Serves the shared-memory front end on a UNIX socket. One of possibly several front ends of
+// an instance (a vfio-user server would be another): it only translates between its transport
+// and the engine's verbs.
+class ShmFrontEnd {
+ public:
+  ShmFrontEnd(EventLoop& loop, Engine& engine, Logger& log, InstanceIdentity identity);
+  ~ShmFrontEnd();
+  ShmFrontEnd(const ShmFrontEnd&) = delete;
+  ShmFrontEnd& operator=(const ShmFrontEnd&) = delete;
+
+  // Creates the socket (replacing a stale one). Throws when it cannot.
+  void listen(const std::string& path);
+  void close_all();
+  // Sends the completion notifications batched during one loop iteration.
+  void notify();
+  std::size_t clients() const { return clients_.size(); }
+
+ private:
+  struct Region {
+    std::byte* base;
+    std::size_t size;
+  };
+  struct Client {
+    int fd = -1;
+    int area_fd = -1;
+    int doorbell_fd = -1;
+    int completion_fd = -1;
+    shm::Area* area = nullptr;
+    std::map<std::uint32_t, Region> regions;
+    std::uint32_t next_region = 1;
+    std::set<Engine::Handle> pds;
+    std::set<Engine::Handle> cqs;
+    std::set<std::uint32_t> mrs;
+    std::set<std::uint32_t> qps;
+    bool notify_pending = false;
+    std::uint64_t ring_overflows = 0;
+  };
+
+  void accept_ready();
+  void on_message(Client& c);
+  void drop(Client& c);
+  bool drain(Client& c);
+  void push_completion(Client& c, Engine::Handle cq, const Completion& completion);
+  void push_raw(Client& c, const shm::CompletionEntry& entry);
+
+  EventLoop& loop_;
+  Engine& engine_;
+  Logger& log_;
+  InstanceIdentity identity_;
+  std::string path_;
+  int listen_fd_ = -1;
+  int poller_ = 0;
+  std::map<int, std::unique_ptr<Client>> clients_;
+  std::map<Engine::Handle, Client*> cq_owner_;
+};
+
+}  // namespace ernic::emu

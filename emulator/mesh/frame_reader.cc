@@ -1,0 +1,115 @@
+#include "mesh/frame_reader.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace ernic::emu {
+namespace {
+constexpr std::size_t kScratchSize = 64u << 10;
+}
+
+FrameReader::FrameReader() : scratch_(new std::byte[kScratchSize]) {}
+
+bool FrameReader::header_complete(Sink& sink, std::string& reason, bool& stop) {
+  const std::string error =
+      decode_header(std::span<const std::byte, kFrameHeaderSize>(header_bytes_), header_);
+  if (!error.empty()) {
+    reason = "malformed frame: " + error;
+    return false;
+  }
+  header_have_ = 0;
+  payload_have_ = 0;
+  if (is_control(header_.op)) {
+    control_body_.resize(header_.payload_length);
+    destination_ = control_body_.data();
+  } else {
+    destination_ = sink.place(header_).destination;
+  }
+  state_ = State::kPayload;
+  if (header_.payload_length == 0) {
+    stop = !finish_frame(sink);
+  }
+  return true;
+}
+
+bool FrameReader::finish_frame(Sink& sink) {
+  state_ = State::kHeader;
+  if (is_control(header_.op)) {
+    return sink.control(header_, control_body_);
+  }
+  sink.delivered(header_);
+  return true;
+}
+
+FrameReader::Result FrameReader::pump(const ReadFn& read, Sink& sink, std::string& reason,
+                                      std::size_t budget) {
+  std::size_t used = 0;
+  while (used < budget) {
+    iovec iov[2];
+    int count = 0;
+    std::size_t payload_room = 0;
+    if (state_ == State::kHeader) {
+      iov[0] = {header_bytes_.data() + header_have_, kFrameHeaderSize - header_have_};
+      count = 1;
+    } else {
+      const std::uint32_t remaining = header_.payload_length - payload_have_;
+      if (destination_ != nullptr) {
+        iov[0] = {destination_ + payload_have_, remaining};
+        payload_room = remaining;
+      } else {
+        payload_room = std::min<std::size_t>(remaining, kScratchSize);
+        iov[0] = {scratch_.get(), payload_room};
+      }
+      // The next header rides along, so a stream of frames costs one readv each.
+      iov[1] = {header_bytes_.data(), kFrameHeaderSize};
+      count = payload_room == remaining ? 2 : 1;
+    }
+    const ssize_t n = read(iov, count);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        return Result::kWouldBlock;
+      }
+      if (errno == EINTR) {
+        continue;
+      }
+      reason = fmt::format("read failed: {}", std::strerror(errno));
+      return Result::kClosed;
+    }
+    if (n == 0) {
+      reason = state_ == State::kHeader && header_have_ == 0
+                   ? "peer closed the connection"
+                   : "peer closed in the middle of a frame";
+      return Result::kClosed;
+    }
+    used += static_cast<std::size_t>(n);
+    bytes_read_ += static_cast<std::uint64_t>(n);
+    std::size_t got = static_cast<std::size_t>(n);
+    bool stop = false;
+    if (state_ == State::kHeader) {
+      header_have_ += got;
+      if (header_have_ == kFrameHeaderSize && !header_complete(sink, reason, stop)) {
+        return Result::kMalformed;
+      }
+    } else {
+      const std::size_t into_payload = std::min(got, payload_room);
+      payload_have_ += static_cast<std::uint32_t>(into_payload);
+      const std::size_t into_header = got - into_payload;
+      if (payload_have_ == header_.payload_length) {
+        stop = !finish_frame(sink);
+        header_have_ = into_header;
+        if (!stop && header_have_ == kFrameHeaderSize && !header_complete(sink, reason, stop)) {
+          return Result::kMalformed;
+        }
+      }
+    }
+    if (stop) {
+      return Result::kStopped;
+    }
+  }
+  return Result::kBudgetUsed;
+}
+
+}  // namespace ernic::emu

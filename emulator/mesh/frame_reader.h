@@ -1,0 +1,57 @@
+#pragma once
+
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/fabric.h"
+#include "engine/wire.h"
+
+namespace ernic::emu {
+
+// Turns a byte stream into frames without staging payloads: the header is read first, the
+// sink says where the payload goes, and the payload is read straight there (together with the
+// next header, in the same readv). Independent of sockets so that it can be fuzzed.
+class FrameReader {
+ public:
+  class Sink {
+   public:
+    virtual ~Sink() = default;
+    virtual Placement place(const FrameHeader& header) = 0;
+    virtual void delivered(const FrameHeader& header) = 0;
+    // A complete control frame. Returns false to stop reading (the connection is closing).
+    virtual bool control(const FrameHeader& header, std::span<const std::byte> body) = 0;
+  };
+  // Behaves like readv: bytes read, 0 at end of stream, -1 with errno (EAGAIN: nothing now).
+  using ReadFn = std::function<ssize_t(const iovec* iov, int count)>;
+  enum class Result { kWouldBlock, kClosed, kMalformed, kStopped, kBudgetUsed };
+
+  FrameReader();
+  // Reads until the source would block, closes, sends a malformed frame, the sink stops, or
+  // `budget` bytes were read. On kMalformed and kClosed `reason` says why.
+  Result pump(const ReadFn& read, Sink& sink, std::string& reason, std::size_t budget = 16u << 20);
+  std::uint64_t bytes_read() const { return bytes_read_; }
+
+ private:
+  bool header_complete(Sink& sink, std::string& reason, bool& stop);
+  bool finish_frame(Sink& sink);
+
+  enum class State { kHeader, kPayload };
+  State state_ = State::kHeader;
+  EncodedHeader header_bytes_{};
+  std::size_t header_have_ = 0;
+  FrameHeader header_;
+  std::byte* destination_ = nullptr;  // null while discarding
+  std::uint32_t payload_have_ = 0;
+  std::vector<std::byte> control_body_;
+  std::unique_ptr<std::byte[]> scratch_;  // where refused payloads are read and dropped
+  std::uint64_t bytes_read_ = 0;
+};
+
+}  // namespace ernic::emu

@@ -1,0 +1,167 @@
+#include "mesh/frame_reader.h"
+
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace ernic::emu {
+namespace {
+
+// A byte source that hands out at most `chunk` bytes per readv, then "would block".
+struct Source {
+  std::vector<std::byte> data;
+  std::size_t pos = 0;
+  std::size_t chunk = SIZE_MAX;
+  ssize_t read(const iovec* iov, int count) {
+    if (pos == data.size()) {
+      errno = EAGAIN;
+      return -1;
+    }
+    std::size_t budget = std::min(chunk, data.size() - pos);
+    std::size_t done = 0;
+    for (int i = 0; i < count && budget > 0; ++i) {
+      const std::size_t n = std::min(budget, iov[i].iov_len);
+      std::memcpy(iov[i].iov_base, data.data() + pos, n);
+      pos += n;
+      done += n;
+      budget -= n;
+    }
+    return static_cast<ssize_t>(done);
+  }
+  void add(const FrameHeader& h, const std::vector<std::byte>& payload = {}) {
+    const auto bytes = encode_header(h);
+    data.insert(data.end(), bytes.begin(), bytes.end());
+    data.insert(data.end(), payload.begin(), payload.end());
+  }
+};
+
+struct Recorder : FrameReader::Sink {
+  std::vector<std::byte> target = std::vector<std::byte>(64, std::byte{0});
+  std::vector<FrameHeader> delivered_frames;
+  std::vector<std::vector<std::byte>> control_bodies;
+  bool accept = true;
+  Placement place(const FrameHeader& h) override {
+    return {accept && h.payload_length <= target.size() ? target.data() : nullptr};
+  }
+  void delivered(const FrameHeader& h) override { delivered_frames.push_back(h); }
+  bool control(const FrameHeader&, std::span<const std::byte> body) override {
+    control_bodies.emplace_back(body.begin(), body.end());
+    return true;
+  }
+};
+
+std::vector<std::byte> bytes(std::initializer_list<int> values) {
+  std::vector<std::byte> out;
+  for (int v : values) {
+    out.push_back(static_cast<std::byte>(v));
+  }
+  return out;
+}
+
+FrameHeader write_frame(std::uint32_t length) {
+  FrameHeader h;
+  h.op = FrameOp::kWrite;
+  h.payload_length = length;
+  h.total_length = length;
+  h.flags = kFlagLast;
+  return h;
+}
+
+TEST_CASE("frames are decoded whatever way the stream is cut") {
+  for (std::size_t chunk :
+       {std::size_t{1}, std::size_t{7}, std::size_t{48}, std::size_t{53}, SIZE_MAX}) {
+    Source s;
+    s.chunk = chunk;
+    s.add(write_frame(5), bytes({1, 2, 3, 4, 5}));
+    FrameHeader ack;
+    ack.op = FrameOp::kAck;
+    ack.msn = 9;
+    s.add(ack);
+    FrameHeader hello;
+    hello.op = FrameOp::kHello;
+    hello.payload_length = 3;
+    s.add(hello, bytes({7, 8, 9}));
+    Recorder r;
+    FrameReader reader;
+    std::string reason;
+    FrameReader::Result result;
+    do {
+      result = reader.pump([&](const iovec* iov, int n) { return s.read(iov, n); }, r, reason);
+    } while (result == FrameReader::Result::kBudgetUsed);
+    CHECK(result == FrameReader::Result::kWouldBlock);
+    REQUIRE(r.delivered_frames.size() == 2);
+    CHECK(r.delivered_frames[1].msn == 9);
+    CHECK(r.target[4] == std::byte{5});
+    REQUIRE(r.control_bodies.size() == 1);
+    CHECK(r.control_bodies[0] == bytes({7, 8, 9}));
+  }
+}
+
+TEST_CASE("a refused payload is read and dropped, the stream stays in step") {
+  Source s;
+  s.add(write_frame(200000),
+        std::vector<std::byte>(200000, std::byte{0x55}));  // too big for target
+  s.add(write_frame(2), bytes({0x11, 0x22}));
+  Recorder r;
+  FrameReader reader;
+  std::string reason;
+  while (reader.pump([&](const iovec* iov, int n) { return s.read(iov, n); }, r, reason) ==
+         FrameReader::Result::kBudgetUsed) {
+  }
+  REQUIRE(r.delivered_frames.size() == 2);
+  CHECK(r.target[0] == std::byte{0x11});
+  CHECK(r.target[2] == std::byte{0});  // nothing of the dropped payload landed anywhere
+}
+
+TEST_CASE("malformed headers are reported with a reason") {
+  struct Case {
+    const char* name;
+    std::function<void(std::array<std::byte, kFrameHeaderSize>&)> corrupt;
+    const char* reason;
+  };
+  const Case cases[] = {
+      {"bad magic", [](auto& b) { b[0] = std::byte{0}; }, "bad frame magic"},
+      {"unknown op", [](auto& b) { b[2] = std::byte{0x33}; }, "unknown frame op"},
+      {"oversized", [](auto& b) { b[7] = std::byte{0x7f}; }, "exceeds"},
+      {"segment past message",
+       [](auto& b) {
+         b[36] = std::byte{1};
+         b[37] = std::byte{0};
+       },
+       "beyond message length"},
+  };
+  for (const auto& c : cases) {
+    SECTION(c.name) {
+      auto header = encode_header(write_frame(16));
+      c.corrupt(header);
+      Source s;
+      s.data.assign(header.begin(), header.end());
+      Recorder r;
+      FrameReader reader;
+      std::string reason;
+      CHECK(reader.pump([&](const iovec* iov, int n) { return s.read(iov, n); }, r, reason) ==
+            FrameReader::Result::kMalformed);
+      CHECK_THAT(reason, Catch::Contains(c.reason));
+      CHECK(r.delivered_frames.empty());
+    }
+  }
+}
+
+TEST_CASE("end of stream is reported, mid-frame or not") {
+  Source s;
+  s.add(write_frame(4), bytes({1, 2}));  // two payload bytes missing
+  Recorder r;
+  FrameReader reader;
+  std::string reason;
+  auto eof_read = [&](const iovec* iov, int n) -> ssize_t {
+    const ssize_t got = s.read(iov, n);
+    return got < 0 ? 0 : got;
+  };
+  CHECK(reader.pump(eof_read, r, reason) == FrameReader::Result::kClosed);
+  CHECK_THAT(reason, Catch::Contains("middle of a frame"));
+}
+
+}  // namespace
+}  // namespace ernic::emu

@@ -1,0 +1,129 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/fabric.h"
+#include "runtime/event_loop.h"
+#include "runtime/log.h"
+
+namespace ernic::emu {
+
+inline constexpr std::uint16_t kMeshVersionMajor = 1;
+inline constexpr std::uint16_t kMeshVersionMinor = 0;
+inline constexpr NodeId kUnassignedNode = 0xffffffffu;
+
+struct MeshConfig {
+  enum class Role { kManager, kWorker };
+  Role role = Role::kManager;
+  std::string manager_host;  // worker: where the manager listens
+  std::uint16_t port = 0;    // manager: port to listen on (0 = any); worker: manager's port
+  std::string bind = "127.0.0.1";
+  std::string token;
+  std::vector<std::string> gids;
+  std::string mac;
+  // Only tests change these: a peer speaking another major version must be refused.
+  std::uint16_t version_major = kMeshVersionMajor;
+  std::uint16_t version_minor = kMeshVersionMinor;
+  std::chrono::milliseconds heartbeat_interval{250};
+  std::chrono::milliseconds heartbeat_timeout{3000};
+  std::chrono::milliseconds manager_connect_timeout{5000};
+};
+
+struct MeshNode {
+  NodeId id = 0;
+  std::string host;
+  std::uint16_t port = 0;
+  std::string mac;
+  std::vector<std::string> gids;
+};
+
+struct MeshStats {
+  std::uint64_t wire_bytes_sent = 0;
+  std::uint64_t wire_bytes_received = 0;
+  std::uint64_t malformed_frames = 0;
+  std::uint64_t refused_peers = 0;
+  std::uint64_t peers = 0;
+};
+
+// The TCP mesh: node 0 (the manager) assigns node ids, distributes the topology with the
+// GID -> node table and watches liveness; data goes directly between nodes (full mesh, the
+// lower id dials). Every connection starts with a versioned, token-authenticated handshake.
+class MeshFabric final : public Fabric {
+ public:
+  MeshFabric(EventLoop& loop, Logger& log, MeshConfig config);
+  ~MeshFabric() override;
+  MeshFabric(const MeshFabric&) = delete;
+  MeshFabric& operator=(const MeshFabric&) = delete;
+
+  void attach(FabricReceiver& receiver) { receiver_ = &receiver; }
+  // Manager: listens and is ready at once. Worker: registers with the manager; ready once it
+  // has a node id and the topology. `on_fatal` reports what makes the instance unusable
+  // (manager unreachable, registration refused).
+  void start(std::function<void()> on_ready, std::function<void(const std::string&)> on_fatal);
+  // Writes what send() queued; the event loop calls it after each busy iteration.
+  void flush();
+  void shutdown();
+  std::uint16_t listen_port() const { return listen_port_; }
+  const MeshStats& stats() const { return stats_; }
+
+  NodeId local_node() const override { return node_id_; }
+  std::optional<NodeId> resolve_gid(std::string_view gid) const override;
+  bool reachable(NodeId node) const override;
+  void send(NodeId to, const FrameHeader& header, const std::byte* payload) override;
+  void cancel(NodeId to, std::uint32_t src_qpn, bool requests_only) override;
+
+ private:
+  struct Connection;
+  friend struct Connection;
+
+  void listen();
+  void accept_ready();
+  void dial(const std::string& host, std::uint16_t port, NodeId peer, bool registering);
+  void dial_manager_attempt();
+  void on_connected(Connection& c);
+  bool on_control(Connection& c, const FrameHeader& h, std::span<const std::byte> body);
+  void on_readable(Connection& c);
+  void write_some(Connection& c);
+  void send_control(Connection& c, std::uint8_t op, std::basic_string<std::byte> body);
+  void reject(Connection& c, const std::string& reason);
+  void close_connection(Connection& c, const std::string& reason, bool lost = true);
+  void broadcast_topology();
+  void apply_topology(std::vector<MeshNode> nodes);
+  void heartbeat();
+  void deliver_to_self();
+
+  EventLoop& loop_;
+  Logger& log_;
+  MeshConfig config_;
+  FabricReceiver* receiver_ = nullptr;
+  NodeId node_id_ = kUnassignedNode;
+  int listen_fd_ = -1;
+  std::uint16_t listen_port_ = 0;
+  std::unordered_map<int, std::unique_ptr<Connection>> connections_;
+  std::vector<std::unique_ptr<Connection>> closed_;  // freed in flush(), never mid-callback
+  std::map<NodeId, Connection*> peers_;
+  std::vector<MeshNode> nodes_;
+  std::unordered_map<std::string, NodeId> gid_to_node_;
+  NodeId next_node_id_ = 1;
+  bool ready_ = false;
+  bool shut_down_ = false;
+  std::function<void()> on_ready_;
+  std::function<void(const std::string&)> on_fatal_;
+  EventLoop::Clock::time_point manager_dial_deadline_;
+  struct SelfFrame {
+    FrameHeader header;
+    const std::byte* payload;
+  };
+  std::deque<SelfFrame> self_frames_;
+  MeshStats stats_;
+};
+
+}  // namespace ernic::emu

@@ -1,0 +1,323 @@
+// Real `ernicctl emulator` processes on loopback, driven through the shared-memory front end.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include "engine/wire.h"
+#include "frontend/shm_client.h"
+#include "supervisor.h"
+#include "test_dir.h"
+
+namespace ernic::emu {
+namespace {
+
+constexpr std::size_t kBuffer = 16u << 20;
+
+// One QP with a registered buffer on one instance.
+struct Endpoint {
+  explicit Endpoint(ShmClient& c) : client(c) {
+    pd = c.alloc_pd();
+    cq = c.create_cq();
+    memory = c.allocate(kBuffer);
+    keys = c.reg_mr(pd, memory, 0, kBuffer,
+                    kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead);
+    qpn = c.create_qp(pd, cq, cq);
+    QpAttributes a;
+    a.state = QpState::kInit;
+    a.access = kAccessRemoteWrite | kAccessRemoteRead;
+    c.modify_qp(qpn, a);
+  }
+  void connect_to(const Endpoint& peer) {
+    QpAttributes a;
+    a.state = QpState::kRtr;
+    a.remote_gid = peer.client.gids().front();
+    a.remote_qpn = peer.qpn;
+    client.modify_qp(qpn, a);
+    a.state = QpState::kRts;
+    client.modify_qp(qpn, a);
+  }
+  std::uint64_t addr(std::size_t offset) const {
+    return reinterpret_cast<std::uint64_t>(memory.data + offset);
+  }
+  SendWr wr(SendOpcode op, std::uint64_t id, std::size_t offset, std::uint32_t length,
+            const Endpoint& peer, std::size_t remote_offset) const {
+    SendWr w;
+    w.wr_id = id;
+    w.opcode = op;
+    w.sge = {addr(offset), length, keys.lkey};
+    w.remote_addr = peer.addr(remote_offset);
+    w.rkey = peer.keys.rkey;
+    return w;
+  }
+  ShmClient::Completion next(int seconds = 10) {
+    ShmClient::Completion c;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (client.poll_cq(cq, {&c, 1}) == 0) {
+      REQUIRE(std::chrono::steady_clock::now() < deadline);
+      client.wait(std::chrono::microseconds(10), std::chrono::milliseconds(200));
+    }
+    return c;
+  }
+
+  ShmClient& client;
+  std::uint32_t pd, cq, qpn;
+  ShmClient::Memory memory;
+  MemoryKeys keys;
+};
+
+void fill(std::byte* p, std::size_t n, unsigned seed) {
+  for (std::size_t i = 0; i < n; ++i) {
+    p[i] = static_cast<std::byte>((i * 7 + seed + (i >> 9)) & 0xff);
+  }
+}
+
+bool same(const std::byte* a, const std::byte* b, std::size_t n) {
+  return std::memcmp(a, b, n) == 0;
+}
+
+SupervisorConfig mesh_config(const std::filesystem::path& dir, int instances,
+                             const std::string& token = "mesh-test-token") {
+  SupervisorConfig c;
+  c.executable = ERNIC_BINARY;
+  c.instances = instances;
+  c.token = token;
+  c.dir = dir;
+  c.ready_timeout = std::chrono::milliseconds(20000);
+  return c;
+}
+
+// SEND, WRITE and READ of `size` bytes from a to b, each checked byte for byte.
+void exchange(Endpoint& a, Endpoint& b, std::uint32_t size, unsigned seed) {
+  fill(a.memory.data, size, seed);
+  b.client.post_recv(b.qpn, {1, {b.addr(0), size, b.keys.lkey}});
+  a.client.post_send(a.qpn, a.wr(SendOpcode::kSend, 10, 0, size, b, 0));
+  auto c = a.next();
+  REQUIRE(c.ok());
+  auto r = b.next();
+  REQUIRE(r.ok());
+  CHECK(r.byte_len == size);
+  CHECK(same(a.memory.data, b.memory.data, size));
+
+  fill(a.memory.data, size, seed + 1);
+  a.client.post_send(a.qpn, a.wr(SendOpcode::kRdmaWrite, 11, 0, size, b, size));
+  REQUIRE(a.next().ok());
+  CHECK(same(a.memory.data, b.memory.data + size, size));
+
+  fill(b.memory.data + 2 * size, size, seed + 2);
+  a.client.post_send(a.qpn, a.wr(SendOpcode::kRdmaRead, 12, 3 * size, size, b, 2 * size));
+  REQUIRE(a.next().ok());
+  CHECK(same(a.memory.data + 3 * size, b.memory.data + 2 * size, size));
+}
+
+// Runs ernicctl with `args` and waits (bounded) for it to exit; returns the exit status.
+int run_to_exit(const std::vector<std::string>& args, const std::filesystem::path& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> argv{const_cast<char*>(ERNIC_BINARY)};
+    for (const auto& a : args) {
+      argv.push_back(const_cast<char*>(a.c_str()));
+    }
+    argv.push_back(nullptr);
+    freopen(log.c_str(), "a", stderr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string read_all(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST_CASE("three instances carry verified traffic between every pair") {
+  TestDir dir("mesh3");
+  Supervisor supervisor;
+  supervisor.start(mesh_config(dir.path(), 3));
+  std::vector<std::unique_ptr<ShmClient>> clients;
+  for (const auto& i : supervisor.instances()) {
+    clients.push_back(std::make_unique<ShmClient>(i.socket.string()));
+    CHECK(clients.back()->node() == static_cast<NodeId>(i.id - 1));
+  }
+  unsigned seed = 1;
+  for (int from = 0; from < 3; ++from) {
+    for (int to = 0; to < 3; ++to) {
+      if (from == to) {
+        continue;
+      }
+      INFO("instance " << from + 1 << " -> instance " << to + 1);
+      Endpoint a(*clients[from]);
+      Endpoint b(*clients[to]);
+      a.connect_to(b);
+      b.connect_to(a);
+      exchange(a, b, 300000, seed++);  // two segments and a bit
+    }
+  }
+  CHECK(supervisor.check_alive().empty());
+}
+
+TEST_CASE("every size of the sweep arrives byte for byte") {
+  TestDir dir("sweep");
+  Supervisor supervisor;
+  supervisor.start(mesh_config(dir.path(), 2));
+  ShmClient manager(supervisor.instances()[0].socket.string());
+  ShmClient worker(supervisor.instances()[1].socket.string());
+  Endpoint a(manager);
+  Endpoint b(worker);
+  a.connect_to(b);
+  b.connect_to(a);
+  for (std::uint32_t size = 4096; size <= (4u << 20); size *= 2) {
+    INFO("size " << size);
+    exchange(a, b, size, size / 4096);
+  }
+  // 8 MiB needs the whole 16 MiB buffer twice over: check it separately, each way.
+  const std::uint32_t big = 8u << 20;
+  fill(a.memory.data, big, 77);
+  a.client.post_send(a.qpn, a.wr(SendOpcode::kRdmaWrite, 1, 0, big, b, big));
+  REQUIRE(a.next().ok());
+  CHECK(same(a.memory.data, b.memory.data + big, big));
+  fill(b.memory.data, big, 78);
+  a.client.post_send(a.qpn, a.wr(SendOpcode::kRdmaRead, 2, big, big, b, 0));
+  REQUIRE(a.next().ok());
+  CHECK(same(a.memory.data + big, b.memory.data, big));
+  b.client.post_recv(b.qpn, {3, {b.addr(big), big, b.keys.lkey}});
+  a.client.post_send(a.qpn, a.wr(SendOpcode::kSend, 4, 0, big, b, 0));
+  REQUIRE(a.next().ok());
+  REQUIRE(b.next().ok());
+  CHECK(same(a.memory.data, b.memory.data + big, big));
+}
+
+TEST_CASE("a worker killed mid-transfer gives error completions and the rest keeps working") {
+  TestDir dir("kill");
+  Supervisor supervisor;
+  supervisor.start(mesh_config(dir.path(), 3));
+  const auto instances = supervisor.instances();
+  ShmClient c1(instances[0].socket.string());
+  ShmClient c2(instances[1].socket.string());
+  auto c3 = std::make_unique<ShmClient>(instances[2].socket.string());
+  Endpoint to_victim(c1);
+  Endpoint victim(*c3);
+  to_victim.connect_to(victim);
+  victim.connect_to(to_victim);
+  // A long stream of 1 MiB WRITEs, then the target dies under it.
+  constexpr int kWrites = 400;
+  for (int i = 0; i < 64; ++i) {
+    to_victim.client.post_send(
+        to_victim.qpn, to_victim.wr(SendOpcode::kRdmaWrite, i, 0, 1u << 20, victim, (i % 8) << 20));
+  }
+  REQUIRE(to_victim.next().ok());  // traffic is flowing
+  kill(instances[2].pid, SIGKILL);
+  int errors = 0;
+  int completions = 1;
+  const auto start = std::chrono::steady_clock::now();
+  while (completions < 64) {
+    const auto c = to_victim.next(10);
+    ++completions;
+    if (!c.ok()) {
+      ++errors;
+    }
+  }
+  CHECK(errors > 0);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+  // Posting more now fails at once instead of hanging.
+  to_victim.client.post_send(to_victim.qpn,
+                             to_victim.wr(SendOpcode::kRdmaWrite, kWrites, 0, 64, victim, 0));
+  CHECK_FALSE(to_victim.next(5).ok());
+  // Its sockets close a moment before the process becomes reapable.
+  std::string death;
+  for (int i = 0; i < 100 && death.empty(); ++i) {
+    death = supervisor.check_alive();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK_THAT(death, Catch::Contains("instance 3"));
+  // Instances 1 and 2 still talk.
+  Endpoint a(c1);
+  Endpoint b(c2);
+  a.connect_to(b);
+  b.connect_to(a);
+  exchange(a, b, 65536, 9);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK_THAT(read_all(instances[0].log), Catch::Contains("lost node 2"));
+}
+
+TEST_CASE("a wrong token and a wrong protocol version are refused with clear errors") {
+  TestDir dir("refuse");
+  Supervisor supervisor;
+  supervisor.start(mesh_config(dir.path(), 1, "right-token"));
+  const auto& manager = supervisor.instances()[0];
+  const std::string backend = "tcp:worker:127.0.0.1:" + std::to_string(manager.mesh_port);
+
+  const auto bad_token_log = dir.path() / "bad-token.log";
+  CHECK(run_to_exit({"emulator", "--backend", backend, "--socket", (dir.path() / "x.sock").string(),
+                     "--token", "wrong-token", "--log-file", bad_token_log.string()},
+                    bad_token_log) == 1);
+  CHECK_THAT(read_all(bad_token_log), Catch::Contains("tokens differ"));
+  CHECK_FALSE(std::filesystem::exists(dir.path() / "x.sock"));
+
+  const auto bad_version_log = dir.path() / "bad-version.log";
+  CHECK(run_to_exit({"emulator", "--backend", backend, "--socket", (dir.path() / "y.sock").string(),
+                     "--token", "right-token", "--mesh-protocol", "2.0", "--log-file",
+                     bad_version_log.string()},
+                    bad_version_log) == 1);
+  CHECK_THAT(read_all(bad_version_log),
+             Catch::Contains("mesh protocol version 2.0 is not supported (this node speaks 1.0)"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK_THAT(read_all(manager.log), Catch::Contains("mesh protocol version 2.0 is not supported"));
+  CHECK(supervisor.check_alive().empty());
+}
+
+TEST_CASE("a malformed frame closes that connection and leaves the instance running") {
+  TestDir dir("malformed");
+  Supervisor supervisor;
+  supervisor.start(mesh_config(dir.path(), 2));
+  const auto& manager = supervisor.instances()[0];
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(manager.mesh_port);
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  // A header claiming a 2 GiB control payload.
+  FrameHeader h;
+  h.op = FrameOp::kHello;
+  h.payload_length = 0x80000000u;
+  const auto bytes = encode_header(h);
+  REQUIRE(write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
+  char buffer[16];
+  CHECK(read(fd, buffer, sizeof buffer) == 0);  // the instance hung up
+  close(fd);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK_THAT(read_all(manager.log), Catch::Contains("malformed frame: control frame payload"));
+  CHECK(supervisor.check_alive().empty());
+  ShmClient c1(manager.socket.string());
+  ShmClient c2(supervisor.instances()[1].socket.string());
+  Endpoint a(c1);
+  Endpoint b(c2);
+  a.connect_to(b);
+  b.connect_to(a);
+  exchange(a, b, 4096, 3);
+}
+
+}  // namespace
+}  // namespace ernic::emu

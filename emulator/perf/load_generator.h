@@ -1,0 +1,41 @@
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "perf/perftest_format.h"
+
+namespace ernic::emu::perf {
+
+struct PerfOptions {
+  Verb verb = Verb::kSend;
+  Mode mode = Mode::kBandwidth;
+  std::string socket;
+  std::vector<std::uint64_t> sizes;
+  std::uint64_t iterations = 0;
+  std::uint32_t tx_depth = 0;
+  std::uint32_t qps = 1;
+  bool report_gbits = false;
+  std::uint16_t port = 18515;
+  bool verify = false;
+  std::string json;
+  std::string server;  // empty: this is the server
+  std::string bind = "127.0.0.1";
+  int timeout_seconds = 60;
+};
+
+// Runs one side of a test; prints perftest's layout to `out`, errors to `err`. Returns the
+// exit status.
+int run_load_generator(const PerfOptions& options, std::ostream& out, std::ostream& err);
+
+struct MicroOptions {
+  std::string socket;
+  std::string peer_socket;
+  std::uint64_t iterations = 2000;
+  double idle_seconds = 2.0;
+};
+int run_micro(const MicroOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace ernic::emu::perf

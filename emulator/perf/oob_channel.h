@@ -1,0 +1,34 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace ernic::emu::perf {
+
+// The out-of-band TCP exchange between the two load generators (perftest's port 18515): text
+// lines, each side's QP numbers, GIDs, keys and addresses, and the barriers between sizes.
+class OobChannel {
+ public:
+  // Server side: listens on `bind`:`port`; the caller then announces readiness and accepts.
+  static OobChannel listen(const std::string& bind, std::uint16_t port);
+  void accept(std::chrono::seconds timeout);
+  // Client side. Throws with perftest's wording when the server is not there.
+  static OobChannel connect(const std::string& host, std::uint16_t port);
+
+  OobChannel(OobChannel&& other) noexcept;
+  OobChannel& operator=(OobChannel&&) = delete;
+  ~OobChannel();
+
+  void send_line(const std::string& line);
+  // Throws when the peer closed or nothing arrived within `timeout`.
+  std::string receive_line(std::chrono::seconds timeout = std::chrono::seconds(60));
+
+ private:
+  OobChannel() = default;
+  int listen_fd_ = -1;
+  int fd_ = -1;
+  std::string buffer_;
+};
+
+}  // namespace ernic::emu::perf

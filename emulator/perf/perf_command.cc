@@ -1,0 +1,111 @@
+#include "perf/perf_command.h"
+
+#include <iostream>
+
+#include "common/units.h"
+#include "perf/load_generator.h"
+
+namespace ernic::emu::perf {
+namespace {
+
+struct PerfFlags {
+  std::string mode;
+  std::string server;
+  std::string socket;
+  std::string peer_socket;
+  std::string size;
+  bool all_sizes = false;
+  std::uint64_t iterations = 0;
+  std::uint32_t tx_depth = 0;
+  std::uint32_t qps = 1;
+  bool report_gbits = false;
+  std::uint16_t port = 18515;
+  bool verify = false;
+  std::string json;
+  std::string bind = "127.0.0.1";
+  int timeout = 60;
+  double idle_seconds = 2.0;
+};
+
+int run(const PerfFlags& f) {
+  if (f.mode == "micro") {
+    MicroOptions m;
+    m.socket = f.socket;
+    m.peer_socket = f.peer_socket;
+    m.iterations = f.iterations == 0 ? 2000 : f.iterations;
+    m.idle_seconds = f.idle_seconds;
+    return run_micro(m, std::cout, std::cerr);
+  }
+  PerfOptions o;
+  const auto underscore = f.mode.find('_');
+  const std::string verb = f.mode.substr(0, underscore);
+  const std::string mode = underscore == std::string::npos ? "" : f.mode.substr(underscore + 1);
+  if ((verb != "send" && verb != "write" && verb != "read") || (mode != "bw" && mode != "lat")) {
+    std::cerr << "ernicctl perf: unknown test '" << f.mode
+              << "' (send_bw, write_bw, read_bw, send_lat, write_lat, read_lat or micro)\n";
+    return kExitBadInput;
+  }
+  o.verb = verb == "send" ? Verb::kSend : verb == "write" ? Verb::kWrite : Verb::kRead;
+  o.mode = mode == "bw" ? Mode::kBandwidth : Mode::kLatency;
+  o.socket = f.socket;
+  if (f.all_sizes) {
+    for (std::uint64_t s = 2; s <= (8u << 20); s *= 2) {
+      o.sizes.push_back(s);
+    }
+  } else {
+    auto size = parse_size(f.size.empty() ? (o.mode == Mode::kBandwidth ? "65536" : "2") : f.size);
+    if (!size || *size == 0 || *size > (1ull << 30)) {
+      std::cerr << "ernicctl perf: -s must be a size between 1 byte and 1 GiB\n";
+      return kExitBadInput;
+    }
+    o.sizes.push_back(*size);
+  }
+  o.iterations = f.iterations != 0 ? f.iterations : (o.mode == Mode::kBandwidth ? 5000 : 1000);
+  o.tx_depth = f.tx_depth != 0 ? f.tx_depth : (o.mode == Mode::kBandwidth ? 128 : 1);
+  if (o.tx_depth > 1024 || f.qps == 0 || f.qps > 64 || o.iterations > (1ull << 32)) {
+    std::cerr << "ernicctl perf: -t must be at most 1024, -q between 1 and 64\n";
+    return kExitBadInput;
+  }
+  o.qps = f.qps;
+  o.report_gbits = f.report_gbits;
+  o.port = f.port;
+  o.verify = f.verify;
+  o.json = f.json;
+  o.server = f.server;
+  o.bind = f.bind;
+  o.timeout_seconds = f.timeout;
+  return run_load_generator(o, std::cout, std::cerr);
+}
+
+}  // namespace
+
+void register_perf(CLI::App& app, CommandContext& context) {
+  auto f = std::make_shared<PerfFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "perf", "perftest-equivalent load generator attached to an embedded emulator instance");
+  cmd->add_option("test", f->mode,
+                  "send_bw | write_bw | read_bw | send_lat | write_lat | read_lat | micro")
+      ->required();
+  cmd->add_option("server", f->server, "server address: run as the client");
+  cmd->add_option("--socket", f->socket, "socket of the instance to attach to")->required();
+  cmd->add_option("--peer-socket", f->peer_socket,
+                  "micro: a second instance for the mesh round trip");
+  cmd->add_option("-s,--size", f->size, "message size");
+  cmd->add_flag("-a,--all", f->all_sizes, "all sizes from 2 bytes to 8 MiB");
+  cmd->add_option("-n,--iters", f->iterations, "iterations per size (and QP)");
+  cmd->add_option("-t,--tx-depth", f->tx_depth, "work requests in flight per QP");
+  cmd->add_option("-q,--qp", f->qps, "number of QPs")->capture_default_str();
+  cmd->add_flag("--report_gbits,--report-gbits", f->report_gbits, "bandwidth in Gb/sec");
+  cmd->add_option("-p,--port", f->port, "out-of-band TCP port")->capture_default_str();
+  cmd->add_flag("--verify", f->verify, "check every byte that arrives");
+  cmd->add_option("--json", f->json, "write every sample to this JSON file");
+  cmd->add_option("--bind", f->bind, "server: address of the out-of-band listener")
+      ->capture_default_str();
+  cmd->add_option("--timeout", f->timeout, "seconds without progress before giving up")
+      ->capture_default_str();
+  cmd->add_option("--idle-seconds", f->idle_seconds, "micro: how long to watch the idle CPU")
+      ->capture_default_str();
+  cmd->callback([f, &context] { context.exit_code = run(*f); });
+}
+
+}  // namespace ernic::emu::perf

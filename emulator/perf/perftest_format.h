@@ -1,0 +1,40 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ernic::emu::perf {
+
+enum class Verb { kSend, kWrite, kRead };
+enum class Mode { kBandwidth, kLatency };
+
+// perftest's own text layout, so that the parser for ib_*_bw / ib_*_lat reads ours too.
+std::string test_title(Verb verb, Mode mode);  // "Send BW Test", "RDMA_Write Latency Test", ...
+std::string banner(Verb verb, Mode mode, bool server, std::uint32_t qps, std::uint32_t depth);
+std::string address_line(bool local, std::uint32_t qpn, std::uint32_t rkey, std::uint64_t vaddr,
+                         bool show_rdma);
+std::string gid_line(const std::string& gid);
+std::string dashes();
+std::string waiting_banner();
+
+std::string bw_header(bool gbits);
+struct BwResult {
+  std::uint64_t bytes = 0;
+  std::uint64_t iterations = 0;
+  double peak_bytes_per_second = 0;
+  double average_bytes_per_second = 0;
+  double message_rate = 0;  // messages per second
+};
+std::string bw_row(const BwResult& result, bool gbits);
+
+std::string lat_header();
+struct LatResult {
+  std::uint64_t bytes = 0;
+  std::uint64_t iterations = 0;
+  double min = 0, max = 0, typical = 0, average = 0, stdev = 0, p99 = 0, p999 = 0;  // usec
+};
+LatResult summarize_latency(std::uint64_t bytes, std::vector<double> samples_usec);
+std::string lat_row(const LatResult& result);
+
+}  // namespace ernic::emu::perf

@@ -1,0 +1,252 @@
+#include "runtime/instance.h"
+
+#include <arpa/inet.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "engine/engine.h"
+#include "engine/local_fabric.h"
+#include "frontend/shm_server.h"
+#include "mesh/mesh_fabric.h"
+#include "runtime/event_loop.h"
+
+namespace ernic::emu {
+
+std::optional<Backend> parse_backend(const std::string& text, std::string& error) {
+  Backend b;
+  if (text == "loopback" || text.starts_with("loopback:")) {
+    return b;
+  }
+  auto parse_port = [&](const std::string& s) -> std::optional<std::uint16_t> {
+    try {
+      std::size_t used = 0;
+      const unsigned long v = std::stoul(s, &used);
+      if (used == s.size() && v <= 65535) {
+        return static_cast<std::uint16_t>(v);
+      }
+    } catch (...) {
+    }
+    error = fmt::format("bad port '{}' in backend '{}'", s, text);
+    return std::nullopt;
+  };
+  if (text.starts_with("tcp:manager:listen:")) {
+    auto port = parse_port(text.substr(19));
+    if (!port) {
+      return std::nullopt;
+    }
+    b.kind = Backend::Kind::kTcpManager;
+    b.port = *port;
+    return b;
+  }
+  if (text.starts_with("tcp:worker:")) {
+    const std::string rest = text.substr(11);
+    const auto colon = rest.rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+      error = fmt::format("backend '{}' needs tcp:worker:HOST:PORT", text);
+      return std::nullopt;
+    }
+    auto port = parse_port(rest.substr(colon + 1));
+    if (!port) {
+      return std::nullopt;
+    }
+    b.kind = Backend::Kind::kTcpWorker;
+    b.host = rest.substr(0, colon);
+    b.port = *port;
+    return b;
+  }
+  error = fmt::format(
+      "backend '{}' is not supported by the embedded emulator (use loopback, "
+      "tcp:manager:listen:PORT or tcp:worker:HOST:PORT)",
+      text);
+  return std::nullopt;
+}
+
+std::optional<std::string> canonical_gid(const std::string& text) {
+  unsigned char bytes[16];
+  char out[INET6_ADDRSTRLEN];
+  if (inet_pton(AF_INET6, text.c_str(), bytes) == 1) {
+    inet_ntop(AF_INET6, bytes, out, sizeof out);
+    return std::string(out);
+  }
+  if (inet_pton(AF_INET, text.c_str(), bytes) == 1) {
+    inet_ntop(AF_INET, bytes, out, sizeof out);
+    return std::string(out);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> link_local_gid(const std::string& mac) {
+  unsigned int m[6];
+  char tail = 0;
+  if (std::sscanf(mac.c_str(), "%x:%x:%x:%x:%x:%x%c", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5],
+                  &tail) != 6) {
+    return std::nullopt;
+  }
+  const std::string text = fmt::format("fe80::{:x}:{:x}:{:x}:{:x}", ((m[0] ^ 2u) << 8) | m[1],
+                                       (m[2] << 8) | 0xffu, 0xfe00u | m[3], (m[4] << 8) | m[5]);
+  return canonical_gid(text);
+}
+
+namespace {
+
+struct Counters {
+  const EngineStats* engine;
+  const MeshStats* mesh;
+  const ShmFrontEnd* front;
+};
+
+void write_stats(const std::string& path, const Counters& c) {
+  if (path.empty()) {
+    return;
+  }
+  const EngineStats& e = *c.engine;
+  std::string text;
+  text += fmt::format("bytes_sent : {}\n", e.bytes_sent);
+  text += fmt::format("bytes_received : {}\n", e.bytes_received);
+  text += fmt::format("rdma_write_bytes : {}\n", e.rdma_write_bytes);
+  text += fmt::format("rdma_read_bytes : {}\n", e.rdma_read_bytes);
+  text += fmt::format("qps : {}\n", e.qps);
+  text += fmt::format("completions : {}\n", e.completions);
+  text += fmt::format("errors : {}\n", e.completion_errors);
+  text += fmt::format("rnr_retries : {}\n", e.rnr_retries);
+  text += fmt::format("naks_sent : {}\n", e.naks_sent);
+  text += fmt::format("clients : {}\n", c.front == nullptr ? 0 : c.front->clients());
+  if (c.mesh != nullptr) {
+    text += fmt::format("mesh_peers : {}\n", c.mesh->peers);
+    text += fmt::format("mesh_wire_bytes_sent : {}\n", c.mesh->wire_bytes_sent);
+    text += fmt::format("mesh_wire_bytes_received : {}\n", c.mesh->wire_bytes_received);
+    text += fmt::format("mesh_malformed_frames : {}\n", c.mesh->malformed_frames);
+    text += fmt::format("mesh_refused_peers : {}\n", c.mesh->refused_peers);
+  }
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+}  // namespace
+
+int run_instance(const InstanceConfig& config) {
+  Logger log;
+  log.open(config.log_file, config.log_level);
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigprocmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  const int signal_fd = signalfd(-1, &signals, SFD_NONBLOCK | SFD_CLOEXEC);
+
+  EventLoop loop(config.spin);
+  int exit_status = 0;
+  EngineConfig engine_config;
+  engine_config.max_segment = config.segment_size;
+
+  std::unique_ptr<LocalHub> hub;
+  std::unique_ptr<MeshFabric> mesh;
+  Fabric* fabric = nullptr;
+  if (config.backend.kind == Backend::Kind::kLoopback) {
+    hub = std::make_unique<LocalHub>();
+    fabric = &hub->add_node(0, config.gids);
+  } else {
+    MeshConfig mc;
+    mc.role = config.backend.kind == Backend::Kind::kTcpManager ? MeshConfig::Role::kManager
+                                                                : MeshConfig::Role::kWorker;
+    mc.manager_host = config.backend.host;
+    mc.port = config.backend.port;
+    mc.bind = config.bind;
+    mc.token = config.token;
+    mc.gids = config.gids;
+    mc.mac = config.mac;
+    if (config.protocol_major != 0) {
+      mc.version_major = config.protocol_major;
+      mc.version_minor = config.protocol_minor;
+    }
+    mesh = std::make_unique<MeshFabric>(loop, log, mc);
+    fabric = mesh.get();
+  }
+  Engine engine(*fabric, engine_config);
+  if (hub) {
+    hub->attach(0, engine);
+    loop.add_poller({[&hub] { return hub->deliver(4096) > 0; }, [&hub] { return hub->idle(); }});
+  } else {
+    mesh->attach(engine);
+  }
+  ShmFrontEnd front(loop, engine, log,
+                    {[fabric] { return fabric->local_node(); }, config.gids, config.mac});
+  loop.set_deadline_source([&engine] { return engine.next_deadline(); },
+                           [&engine] { engine.advance_timers(); });
+  loop.set_after_work([&] {
+    if (mesh) {
+      mesh->flush();
+    }
+    front.notify();
+  });
+  loop.add_fd(signal_fd, EPOLLIN, [&](std::uint32_t) {
+    signalfd_siginfo info{};
+    [[maybe_unused]] auto ignored = read(signal_fd, &info, sizeof info);
+    log.info("ernic: signal {} received, stopping", info.ssi_signo);
+    loop.stop();
+  });
+  const Counters counters{&engine.stats(), mesh ? &mesh->stats() : nullptr, &front};
+  std::function<void()> stats_tick = [&] {
+    write_stats(config.stats_file, counters);
+    loop.add_timer(EventLoop::Clock::now() + std::chrono::seconds(1), stats_tick);
+  };
+
+  auto on_ready = [&] {
+    try {
+      front.listen(config.socket_path);
+    } catch (const std::exception& e) {
+      log.error("ernic: {}", e.what());
+      exit_status = 1;
+      loop.stop();
+      return;
+    }
+    stats_tick();
+    log.info("{} (node {}, backend {}, socket {}, GIDs {}, MAC {})", kReadyLine,
+             fabric->local_node(),
+             config.backend.kind == Backend::Kind::kLoopback ? "loopback"
+             : config.backend.kind == Backend::Kind::kTcpManager
+                 ? fmt::format("tcp manager on port {}", mesh->listen_port())
+                 : fmt::format("tcp worker of {}:{}", config.backend.host, config.backend.port),
+             config.socket_path, fmt::join(config.gids, ","), config.mac);
+  };
+  try {
+    if (mesh) {
+      mesh->start(on_ready, [&](const std::string& why) {
+        log.error("ernic: {}", why);
+        exit_status = 1;
+        loop.stop();
+      });
+    } else {
+      on_ready();
+    }
+    loop.run();
+  } catch (const std::exception& e) {
+    log.error("ernic: {}", e.what());
+    exit_status = 1;
+  }
+  front.close_all();
+  if (mesh) {
+    mesh->shutdown();
+  }
+  write_stats(config.stats_file, counters);
+  close(signal_fd);
+  log.info("ernic: instance stopped");
+  return exit_status;
+}
+
+}  // namespace ernic::emu

@@ -1,0 +1,51 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/log.h"
+
+namespace ernic::emu {
+
+// `--backend` of the real server, as far as the embedded emulator implements it.
+struct Backend {
+  enum class Kind { kLoopback, kTcpManager, kTcpWorker };
+  Kind kind = Kind::kLoopback;
+  std::string host;  // worker: the manager's address
+  std::uint16_t port = 0;
+};
+// Parses "loopback[:...]", "tcp:manager:listen:PORT", "tcp:worker:HOST:PORT". Returns nullopt
+// and sets `error` otherwise.
+std::optional<Backend> parse_backend(const std::string& text, std::string& error);
+
+// "fe80::a0:d1ff:fe00:1" style canonical text for an IPv6 or IPv4 GID; nullopt if it is neither.
+std::optional<std::string> canonical_gid(const std::string& text);
+// The IPv6 link-local GID a MAC gives by EUI-64.
+std::optional<std::string> link_local_gid(const std::string& mac);
+
+struct InstanceConfig {
+  Backend backend;
+  std::string socket_path;
+  std::string mac;
+  std::vector<std::string> gids;
+  std::string stats_file;
+  std::string log_file;
+  LogLevel log_level = LogLevel::kInfo;
+  std::string token;
+  std::string bind = "127.0.0.1";
+  std::uint32_t segment_size = 256u << 10;
+  std::chrono::microseconds spin{50};
+  std::uint16_t protocol_major = 0;  // 0: the current version (tests override)
+  std::uint16_t protocol_minor = 0;
+};
+
+// The line a supervisor waits for; logged once when the socket exists.
+inline constexpr const char* kReadyLine = "ernic: device realized, instance ready";
+
+// Runs one instance until SIGTERM/SIGINT. Returns the process exit status.
+int run_instance(const InstanceConfig& config);
+
+}  // namespace ernic::emu

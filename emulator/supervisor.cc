@@ -1,0 +1,218 @@
+#include "supervisor.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <deque>
+#include <fstream>
+#include <regex>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "runtime/instance.h"
+
+namespace ernic::emu {
+
+Supervisor::~Supervisor() {
+  stop();
+}
+
+std::string Supervisor::tail(const std::filesystem::path& file, int count) {
+  std::ifstream in(file);
+  std::deque<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    lines.push_back(line);
+    if (static_cast<int>(lines.size()) > count) {
+      lines.pop_front();
+    }
+  }
+  std::string out;
+  for (const auto& l : lines) {
+    out += "\n  " + l;
+  }
+  return out.empty() ? " (log is empty)" : out;
+}
+
+void Supervisor::launch(InstanceInfo& info, const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(config_.executable.c_str()));
+  for (const auto& a : args) {
+    argv.push_back(const_cast<char*>(a.c_str()));
+  }
+  argv.push_back(nullptr);
+  const std::string log = info.log.string();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    throw std::runtime_error(fmt::format("cannot start instance {}: fork failed", info.id));
+  }
+  if (pid == 0) {
+    setpgid(0, 0);
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      // Whatever the instance prints outside its logger (a sanitizer report, a crash) lands in
+      // the same file the supervisor quotes.
+      dup2(fd, 1);
+      dup2(fd, 2);
+      close(fd);
+    }
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  info.pid = pid;
+  instances_.push_back(info);
+  reaped_.push_back(false);
+}
+
+std::string Supervisor::describe_exit(const InstanceInfo& info, int status) const {
+  std::string how;
+  if (WIFEXITED(status)) {
+    how = fmt::format("exited with status {}", WEXITSTATUS(status));
+  } else if (WIFSIGNALED(status)) {
+    how = fmt::format("was killed by signal {}", WTERMSIG(status));
+  } else {
+    how = "stopped";
+  }
+  return fmt::format("instance {} ({}, pid {}) {}; last log lines:{}", info.id, info.role, info.pid,
+                     how, tail(info.log, 10));
+}
+
+void Supervisor::wait_ready(InstanceInfo& info) {
+  const auto deadline = std::chrono::steady_clock::now() + config_.ready_timeout;
+  const std::size_t index = instances_.size() - 1;
+  static const std::regex kPort("listening on [^ ]*:([0-9]+)");
+  while (true) {
+    int status = 0;
+    if (waitpid(info.pid, &status, WNOHANG) == info.pid) {
+      reaped_[index] = true;
+      throw std::runtime_error("ERNIC emulator " + describe_exit(info, status));
+    }
+    std::ifstream in(info.log);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.find(kReadyLine) != std::string::npos && std::filesystem::exists(info.socket)) {
+      std::smatch m;
+      if (info.role == "manager" && std::regex_search(text, m, kPort)) {
+        info.mesh_port = static_cast<std::uint16_t>(std::stoi(m[1]));
+      }
+      instances_[index] = info;
+      return;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw std::runtime_error(fmt::format(
+          "ERNIC emulator instance {} ({}, pid {}) was not ready within {} ms; last log lines:{}",
+          info.id, info.role, info.pid, config_.ready_timeout.count(), tail(info.log, 10)));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+void Supervisor::start(const SupervisorConfig& config) {
+  stop();
+  instances_.clear();
+  reaped_.clear();
+  config_ = config;
+  if (config.instances < 1) {
+    throw std::runtime_error("an embedded emulator needs at least one instance");
+  }
+  if (config.token.empty()) {
+    throw std::runtime_error("the embedded emulator mesh needs a token");
+  }
+  std::filesystem::create_directories(config.dir);
+  try {
+    for (int id = 1; id <= config.instances; ++id) {
+      InstanceInfo info;
+      info.id = id;
+      info.role = id == 1 ? "manager" : "worker";
+      info.socket = config.dir / fmt::format("ernic{}.sock", id);
+      info.log = config.dir / fmt::format("ernic{}.log", id);
+      info.stats = config.dir / fmt::format("ernic{}.stats", id);
+      info.mac = fmt::format("02:e7:00:00:00:{:02x}", id);
+      info.gids = {*link_local_gid(info.mac), fmt::format("192.168.200.{}", 10 * id)};
+      std::filesystem::remove(info.socket);
+      std::filesystem::remove(info.log);
+      const std::string backend =
+          id == 1 ? fmt::format("tcp:manager:listen:{}", config.base_port)
+                  : fmt::format("tcp:worker:{}:{}", config.bind, instances_.front().mesh_port);
+      std::vector<std::string> args = {"emulator",
+                                       "--backend",
+                                       backend,
+                                       "--socket",
+                                       info.socket.string(),
+                                       "--mac",
+                                       info.mac,
+                                       "--gids",
+                                       fmt::format("{},{}", info.gids[0], info.gids[1]),
+                                       "--stats-file",
+                                       info.stats.string(),
+                                       "--log-file",
+                                       info.log.string(),
+                                       "--log-level",
+                                       config.log_level,
+                                       "--token",
+                                       config.token,
+                                       "--bind",
+                                       config.bind};
+      args.insert(args.end(), config.extra_args.begin(), config.extra_args.end());
+      launch(info, args);
+      wait_ready(info);
+    }
+  } catch (...) {
+    stop();
+    throw;
+  }
+}
+
+std::string Supervisor::check_alive() {
+  for (std::size_t i = 0; i < instances_.size(); ++i) {
+    if (reaped_[i]) {
+      continue;
+    }
+    int status = 0;
+    if (waitpid(instances_[i].pid, &status, WNOHANG) == instances_[i].pid) {
+      reaped_[i] = true;
+      return describe_exit(instances_[i], status);
+    }
+  }
+  return {};
+}
+
+void Supervisor::stop(std::chrono::milliseconds grace) {
+  for (std::size_t i = 0; i < instances_.size(); ++i) {
+    if (!reaped_[i]) {
+      kill(-instances_[i].pid, SIGTERM);
+    }
+  }
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  while (true) {
+    bool all = true;
+    for (std::size_t i = 0; i < instances_.size(); ++i) {
+      if (!reaped_[i]) {
+        int status = 0;
+        if (waitpid(instances_[i].pid, &status, WNOHANG) == instances_[i].pid) {
+          reaped_[i] = true;
+        } else {
+          all = false;
+        }
+      }
+    }
+    if (all || std::chrono::steady_clock::now() > deadline) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (std::size_t i = 0; i < instances_.size(); ++i) {
+    if (!reaped_[i]) {
+      kill(-instances_[i].pid, SIGKILL);
+      int status = 0;
+      waitpid(instances_[i].pid, &status, 0);
+      reaped_[i] = true;
+    }
+  }
+}
+
+}  // namespace ernic::emu

@@ -1,0 +1,70 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace ernic::emu {
+
+struct SupervisorConfig {
+  std::string executable;       // path to ernicctl
+  int instances = 2;            // one manager, instances - 1 workers
+  std::uint16_t base_port = 0;  // manager's mesh port; 0 = pick a free one
+  std::string token;
+  std::filesystem::path dir;  // sockets, logs, stats go here
+  std::string bind = "127.0.0.1";
+  std::chrono::milliseconds ready_timeout{30000};
+  std::string log_level = "info";
+  std::vector<std::string> extra_args;  // appended to every instance's command line
+};
+
+struct InstanceInfo {
+  int id = 0;        // 1 = the manager, as in the harness's instances.json
+  std::string role;  // "manager" or "worker"
+  pid_t pid = 0;
+  std::filesystem::path socket;
+  std::filesystem::path log;
+  std::filesystem::path stats;
+  std::vector<std::string> gids;
+  std::string mac;
+  std::uint16_t mesh_port = 0;  // manager only
+};
+
+// Starts a manager and N-1 workers of `ernicctl emulator` as child processes, each in its own
+// process group, watches them, and stops them: SIGTERM, bounded wait, SIGKILL.
+class Supervisor {
+ public:
+  Supervisor() = default;
+  ~Supervisor();
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  // Returns once every instance logged its readiness line and created its socket. Throws
+  // std::runtime_error naming the instance and quoting its last log lines when one fails (the
+  // others are stopped first).
+  void start(const SupervisorConfig& config);
+  // Empty while all run; else e.g. "instance 2 (worker, pid 123) exited with status 1; last
+  // log lines: ...". Never blocks.
+  std::string check_alive();
+  // SIGTERM to every process group, wait up to `grace`, then SIGKILL. Idempotent.
+  void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(2000));
+  const std::vector<InstanceInfo>& instances() const { return instances_; }
+
+  // The last `count` lines of a log file (for error messages).
+  static std::string tail(const std::filesystem::path& file, int count);
+
+ private:
+  void launch(InstanceInfo& info, const std::vector<std::string>& args);
+  void wait_ready(InstanceInfo& info);
+  std::string describe_exit(const InstanceInfo& info, int status) const;
+
+  SupervisorConfig config_;
+  std::vector<InstanceInfo> instances_;
+  std::vector<bool> reaped_;
+};
+
+}  // namespace ernic::emu

@@ -1,0 +1,80 @@
+#include "supervisor.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <chrono>
+#include <thread>
+
+#include "test_dir.h"
+
+namespace ernic::emu {
+namespace {
+
+SupervisorConfig config_for(const std::filesystem::path& dir, int instances) {
+  SupervisorConfig c;
+  c.executable = ERNIC_BINARY;
+  c.instances = instances;
+  c.token = "supervisor-test-token";
+  c.dir = dir;
+  c.ready_timeout = std::chrono::milliseconds(20000);
+  return c;
+}
+
+bool process_exists(pid_t pid) {
+  return kill(pid, 0) == 0 || errno != ESRCH;
+}
+
+TEST_CASE("the supervisor starts a mesh, notices a dead worker and stops everything") {
+  TestDir dir("supervisor");
+  Supervisor supervisor;
+  supervisor.start(config_for(dir.path(), 3));
+  const auto instances = supervisor.instances();
+  REQUIRE(instances.size() == 3);
+  CHECK(instances[0].role == "manager");
+  CHECK(instances[0].mesh_port != 0);
+  CHECK(instances[2].role == "worker");
+  for (const auto& i : instances) {
+    CHECK(std::filesystem::exists(i.socket));
+    CHECK(process_exists(i.pid));
+  }
+  CHECK(supervisor.check_alive().empty());
+
+  kill(instances[2].pid, SIGKILL);
+  std::string message;
+  const auto start = std::chrono::steady_clock::now();
+  while (message.empty() && std::chrono::steady_clock::now() - start < std::chrono::seconds(1)) {
+    message = supervisor.check_alive();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK_THAT(message, Catch::Contains("instance 3 (worker, pid") &&
+                          Catch::Contains("killed by signal 9") &&
+                          Catch::Contains("instance ready"));
+
+  const auto stop_start = std::chrono::steady_clock::now();
+  supervisor.stop(std::chrono::milliseconds(2000));
+  CHECK(std::chrono::steady_clock::now() - stop_start < std::chrono::milliseconds(2500));
+  for (const auto& i : instances) {
+    CHECK_FALSE(process_exists(i.pid));
+  }
+  // The manager and the healthy worker honoured SIGTERM: they logged their orderly stop.
+  CHECK_THAT(Supervisor::tail(instances[0].log, 3), Catch::Contains("instance stopped"));
+  CHECK_THAT(Supervisor::tail(instances[0].stats, 20), Catch::Contains("completions : "));
+  supervisor.stop();  // idempotent
+}
+
+TEST_CASE("a start that fails names the instance and quotes its log") {
+  TestDir dir("supervisor-fail");
+  auto config = config_for(dir.path(), 2);
+  config.extra_args = {"--segment-size", "1"};  // rejected by every instance
+  Supervisor supervisor;
+  CHECK_THROWS_WITH(supervisor.start(config), Catch::Contains("instance 1 (manager") &&
+                                                  Catch::Contains("exited with status 2") &&
+                                                  Catch::Contains("--segment-size must be"));
+}
+
+}  // namespace
+}  // namespace ernic::emu

@@ -1,0 +1,82 @@
+#include "run_index.h"
+
+#include <catch2/catch.hpp>
+
+#include "history/history_file.h"
+#include "test_support/fixtures.h"
+
+using namespace ernic::reports;
+using ernic::reports::testing::TempDir;
+
+namespace {
+const std::filesystem::path kRocmSample =
+    std::filesystem::path(ERNIC_SAMPLES_DIR) / "rocm-ernic-history-sample.jsonl";
+}
+
+TEST_CASE("indexes rocm-ernic's history: no runner means self-hosted") {
+  auto index = index_histories({kRocmSample});
+  REQUIRE(index.runs.size() == 3);
+  CHECK(index.warnings.empty());
+  const auto& newest = index.runs.back();
+  CHECK(newest.run_id == "34304588755");
+  CHECK(newest.sha == "5e0516af");
+  CHECK(newest.runner == "self-hosted");
+  CHECK_FALSE(newest.has_ernicctl);
+  CHECK(newest.date() == "2026-09-09");
+  REQUIRE(newest.values(Series::kBandwidth).size() == 3);
+  CHECK(newest.values(Series::kBandwidth)[0] == std::make_pair<std::uint64_t, double>(4096, 0.39));
+  CHECK(newest.values(Series::kBandwidth)[2].second == 4.72);
+  CHECK(newest.values(Series::kLatency)[2].second == 393.74);
+  CHECK(newest.badge(Badge::kRdma) == 4.72);
+  REQUIRE(newest.values(Series::kTcp).size() == 1);
+  CHECK(newest.values(Series::kTcp)[0].second == 0.001);
+  CHECK_FALSE(index.runs.front().badge(Badge::kRdma));
+  CHECK(index.runner_classes() == std::vector<std::string>{"self-hosted"});
+}
+
+TEST_CASE("corrupt lines become warnings with file and line; the rest is indexed") {
+  TempDir dir;
+  auto file = dir / "history.jsonl";
+  auto good = ernic::serialize_history_record(
+      testing::make_record("1001", "2026-11-01 00:00:00 UTC", "local", nlohmann::json::array()));
+  testing::write_text(file, good + "\n" + good.substr(0, good.size() / 2) + "\n[1,2]\n\n" +
+                                "{\"run_id\": \"1002\", \"sha\": \"x\"} trailing\n" +
+                                R"({"generated": "2026-11-02 00:00:00 UTC", "run_id": "1003", "sha": "abc"})" + "\n");
+  auto index = index_histories({file});
+  REQUIRE(index.runs.size() == 2);
+  CHECK(index.runs[0].run_id == "1001");
+  CHECK(index.runs[0].has_ernicctl);
+  CHECK(index.runs[0].scenario == "quickstart");
+  CHECK(index.runs[0].status == "passed");
+  CHECK(index.runs[0].accelerator == "kvm");
+  CHECK(index.runs[0].runner == "local");
+  CHECK(index.runs[1].run_id == "1003");
+  REQUIRE(index.warnings.size() == 3);
+  CHECK_THAT(index.warnings[0], Catch::Matchers::StartsWith(file.string() + ":2: not valid JSON"));
+  CHECK_THAT(index.warnings[1], Catch::Matchers::StartsWith(file.string() + ":3: not a JSON object"));
+  CHECK_THAT(index.warnings[2], Catch::Matchers::StartsWith(file.string() + ":5: "));
+  auto record = load_record(index, index.runs[0]);
+  CHECK(record["ernicctl"]["scenario"]["name"] == "quickstart");
+}
+
+TEST_CASE("runs are ordered by time across files and a run id is kept once, richest first") {
+  TempDir dir;
+  auto a = dir / "a.jsonl";
+  auto b = dir / "b.jsonl";
+  testing::write_text(a, R"({"generated": "2026-09-02 00:00:00 UTC", "run_id": "7", "sha": "aaaa"})" "\n"
+                         R"({"generated": "2026-09-04 00:00:00 UTC", "run_id": "9", "sha": "cccc"})" "\n");
+  testing::write_text(b, ernic::serialize_history_record(testing::make_record(
+                             "7", "2026-09-02 00:00:00 UTC", "self-hosted", nlohmann::json::array())) +
+                             "\n" R"({"generated": "2026-09-03 00:00:00 UTC", "run_id": "8", "sha": "bbbb"})" "\n");
+  auto index = index_histories({a, b});
+  REQUIRE(index.runs.size() == 3);
+  CHECK(index.runs[0].run_id == "7");
+  CHECK(index.runs[0].has_ernicctl);  // the ernicctl record replaced rocm-ernic's line
+  CHECK(index.runs[1].run_id == "8");
+  CHECK(index.runs[2].run_id == "9");
+}
+
+TEST_CASE("a missing history is an error naming it") {
+  CHECK_THROWS_WITH(index_histories({"/nonexistent/history.jsonl"}),
+                    Catch::Matchers::Contains("/nonexistent/history.jsonl"));
+}

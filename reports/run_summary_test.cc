@@ -1,0 +1,70 @@
+#include "run_summary.h"
+
+#include <catch2/catch.hpp>
+
+#include "test_support/fixtures.h"
+#include "test_support/xml_check.h"
+
+using namespace ernic::reports;
+
+namespace {
+
+nlohmann::json failed_run() {
+  nlohmann::json points = nlohmann::json::array();
+  points.push_back(testing::make_point("tcp[protocol=tcp,reverse=false]", "iperf3", {{"protocol", "tcp"}},
+                                       "bandwidth_GBs", "GB/s", "higher", {2.27}));
+  points.push_back(testing::make_point("bw[verb=send,size=4096]", "perftest", {{"verb", "send"}, {"size", "4096"}},
+                                       "bw_avg_GBs", "GB/s", "higher", {}, "failed",
+                                       "ib_send_bw exited 1: Couldn't create CQ <memlock> & more | pipe"));
+  points.push_back(testing::make_point("bw[verb=read,size=4096]", "perftest", {{"verb", "read"}, {"size", "4096"}},
+                                       "bw_avg_GBs", "GB/s", "higher", {}, "skipped", "an earlier point failed"));
+  return testing::make_record("77", "2026-11-30 05:41:00 UTC", "local", points, "failed");
+}
+
+}  // namespace
+
+TEST_CASE("markdown summary: status, per point medians, failures with reasons") {
+  auto markdown = render_markdown_summary(failed_run());
+  CHECK_THAT(markdown, Catch::Matchers::StartsWith("## ernicctl run `quickstart`: \u274c failed"));
+  CHECK(markdown.find("3 points: 1 passed, 1 failed, 1 skipped.") != std::string::npos);
+  CHECK(markdown.find("| `tcp[protocol=tcp,reverse=false]` | \u2705 passed | bandwidth_GBs 2.27 GB/s |") !=
+        std::string::npos);
+  CHECK(markdown.find("### Failures") != std::string::npos);
+  // a '|' inside a reason must not split the table cell or list item
+  CHECK(markdown.find("- `bw[verb=send,size=4096]`: ib_send_bw exited 1: Couldn't create CQ <memlock> & more \\| pipe") !=
+        std::string::npos);
+  CHECK(markdown.find("`bw[verb=read,size=4096]`: ") == std::string::npos);  // skipped is no failure
+}
+
+TEST_CASE("markdown summary of a passed run has no failures section") {
+  auto record = testing::make_record("78", "2026-11-30 05:41:00 UTC", "local",
+                                     nlohmann::json::array({testing::make_point("p", "iperf3", {}, "bandwidth_GBs", "GB/s", "higher", {1, 2, 3})}));
+  auto markdown = render_markdown_summary(record);
+  CHECK(markdown.find("\u2705 passed") != std::string::npos);
+  CHECK(markdown.find("(n=3)") != std::string::npos);
+  CHECK(markdown.find("Failures") == std::string::npos);
+}
+
+TEST_CASE("JUnit: one test case per point, failure with its reason, skipped") {
+  auto xml = render_junit(failed_run());
+  REQUIRE_FALSE(testing::xml_error(xml));
+  CHECK(testing::xpath_values(xml, "/testsuites/@tests") == std::vector<std::string>{"3"});
+  CHECK(testing::xpath_values(xml, "/testsuites/testsuite/@failures") == std::vector<std::string>{"1"});
+  CHECK(testing::xpath_values(xml, "/testsuites/testsuite/@skipped") == std::vector<std::string>{"1"});
+  CHECK(testing::xpath_values(xml, "//testcase/@name") ==
+        std::vector<std::string>{"tcp[protocol=tcp,reverse=false]", "bw[verb=send,size=4096]", "bw[verb=read,size=4096]"});
+  CHECK(testing::xpath_values(xml, "//testcase[@name='bw[verb=send,size=4096]']/failure/@message") ==
+        std::vector<std::string>{"ib_send_bw exited 1: Couldn't create CQ <memlock> & more | pipe"});
+  CHECK(testing::xpath_values(xml, "//testcase[@name='bw[verb=read,size=4096]']/skipped/@message") ==
+        std::vector<std::string>{"an earlier point failed"});
+  CHECK(testing::xpath_values(xml, "//property[@name='run_id']/@value") == std::vector<std::string>{"77"});
+}
+
+TEST_CASE("JUnit: a run that did not pass without a failed point still fails") {
+  auto record = testing::make_record("79", "2026-11-30 05:41:00 UTC", "local", nlohmann::json::array(), "incomplete");
+  record["ernicctl"]["reason"] = "interrupted (SIGINT)\x01";
+  auto xml = render_junit(record);
+  REQUIRE_FALSE(testing::xml_error(xml));
+  CHECK(testing::xpath_values(xml, "//testcase[@name='run']/failure/@message") ==
+        std::vector<std::string>{"interrupted (SIGINT) "});
+}

@@ -1,0 +1,164 @@
+#include "site.h"
+
+#include <catch2/catch.hpp>
+#include <regex>
+#include <set>
+
+#include "history/history_file.h"
+#include "synthetic_history.h"
+#include "test_support/fixtures.h"
+#include "test_support/xml_check.h"
+
+using namespace ernic::reports;
+using ernic::reports::testing::TempDir;
+
+namespace {
+
+const std::filesystem::path kRocmSample =
+    std::filesystem::path(ERNIC_SAMPLES_DIR) / "rocm-ernic-history-sample.jsonl";
+
+std::set<std::string> ids_in(const std::string& html) {
+  std::set<std::string> ids;
+  std::regex id(R"re(\sid="([^"]+)")re");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), id); it != std::sregex_iterator(); ++it) {
+    ids.insert((*it)[1]);
+  }
+  return ids;
+}
+
+void check_page(const std::string& html) {
+  INFO("the page is polyglot HTML: it must parse as XML");
+  REQUIRE_FALSE(testing::xml_error(html));
+  auto svgs = testing::extract_svgs(html);
+  REQUIRE_FALSE(svgs.empty());
+  for (const auto& svg : svgs) {
+    auto error = testing::xml_error(svg);
+    INFO(svg.substr(0, 200));
+    CHECK_FALSE(error);
+  }
+  // every in-page link resolves
+  auto ids = ids_in(html);
+  std::regex href(R"re(href="#([^"]+)")re");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), href); it != std::sregex_iterator(); ++it) {
+    INFO((*it)[1]);
+    CHECK(ids.count((*it)[1]) == 1);
+  }
+  CHECK(html.find("<script") == std::string::npos);
+  CHECK(html.find("http://") == html.find("http://www.w3.org/2000/svg"));  // no network resource
+  CHECK(html.find("prefers-color-scheme:dark") != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("renders rocm-ernic's history: trend charts per size and the last runs") {
+  auto index = index_histories({kRocmSample});
+  std::vector<std::string> warnings;
+  auto html = render_page(index, {}, warnings);
+  check_page(html);
+  CHECK(warnings.empty());
+  auto svgs = testing::extract_svgs(html);
+  // bandwidth and latency at 3 sizes, TCP once: each its own chart, bandwidth never with latency
+  CHECK(svgs.size() == 7);
+  for (const auto& svg : svgs) {
+    bool bandwidth = svg.find("Send bandwidth") != std::string::npos;
+    bool latency = svg.find("Send latency") != std::string::npos;
+    CHECK((bandwidth != latency || svg.find("TCP bandwidth") != std::string::npos));
+  }
+  auto bw_1m = std::find_if(svgs.begin(), svgs.end(), [](const auto& svg) {
+    return svg.find("id=\"chart-self-hosted-bandwidth-1048576\"") != std::string::npos;
+  });
+  REQUIRE(bw_1m != svgs.end());
+  CHECK(testing::xpath_values(*bw_1m, "//svg:text[@class='newest']") ==
+        std::vector<std::string>{"4.72 GB/s"});
+  CHECK(testing::xpath_values(*bw_1m, "//svg:circle").size() == 3);
+  auto labels = testing::xpath_values(*bw_1m, "//svg:text[@class='tick']");
+  CHECK(std::find(labels.begin(), labels.end(), "56b302de") != labels.end());
+  CHECK(std::find(labels.begin(), labels.end(), "5e0516af") != labels.end());
+  // the last-runs table lists all three rocm-ernic runs, newest first
+  auto first = html.find(">34304588755<");
+  auto last = html.find(">34077491432<");
+  REQUIRE(first != std::string::npos);
+  REQUIRE(last != std::string::npos);
+  CHECK(first < last);
+  CHECK(html.find("A rocm-ernic record") != std::string::npos);
+}
+
+TEST_CASE("runner classes never share a chart line") {
+  TempDir dir;
+  auto file = dir / "history.jsonl";
+  SyntheticOptions options;
+  options.records = 30;
+  options.repetitions = 2;
+  write_synthetic_history(file, options);
+  auto index = index_histories({file});
+  std::vector<std::string> warnings;
+  auto html = render_page(index, {}, warnings);
+  check_page(html);
+  for (const auto& svg : testing::extract_svgs(html)) {
+    auto links = testing::xpath_values(svg, "//svg:a/@href");
+    REQUIRE_FALSE(links.empty());
+    std::set<std::string> classes;
+    for (const auto& link : links) {
+      auto run_id = link.substr(std::string("#run-").size());
+      for (const auto& run : index.runs) {
+        if (run.run_id == run_id) {
+          classes.insert(run.runner);
+        }
+      }
+    }
+    CHECK(classes.size() == 1);
+    CHECK(links.size() == 15);
+  }
+}
+
+TEST_CASE("the newest run's reference tables come from its points and link to them") {
+  TempDir dir;
+  auto file = dir / "history.jsonl";
+  nlohmann::json points = nlohmann::json::array();
+  points.push_back(testing::make_point("bw[verb=send,size=4096]", "perftest", {{"verb", "send"}, {"size", "4096"}},
+                                       "bw_avg_GBs", "GB/s", "higher", {0.19, 0.21, 0.20}));
+  points.push_back(testing::make_point("bw[verb=read,size=1048576]", "perftest", {{"verb", "read"}, {"size", "1048576"}},
+                                       "bw_avg_GBs", "GB/s", "higher", {4.83}));
+  points.push_back(testing::make_point("lat[verb=write,size=65536]", "perftest", {{"verb", "write"}, {"size", "65536"}},
+                                       "lat_typical_us", "us", "lower", {330.99, 331.5, 329.0}));
+  points.push_back(testing::make_point("bw[verb=write,size=4096]", "perftest", {{"verb", "write"}, {"size", "4096"}},
+                                       "bw_avg_GBs", "GB/s", "higher", {}, "failed", "Couldn't create CQ"));
+  points.push_back(testing::make_point("tcp[protocol=tcp]", "iperf3", {{"protocol", "tcp"}}, "bandwidth_GBs", "GB/s",
+                                       "higher", {0.34, 0.36}));
+  auto record = testing::make_record("5001", "2026-11-30 05:40:00 UTC", "local", points);
+  record["badges"]["tcp_bw_GBs"] = 0.35;
+  record["ernicctl"]["ab_pairs"] = {{{"name", "read vs send"}, {"a", "bw[verb=send,size=4096]"},
+                                     {"b", "bw[verb=read,size=1048576]"}, {"metric", "bw_avg_GBs"}}};
+  ernic::append_history_record(file, record);
+  auto index = index_histories({file});
+  std::vector<std::string> warnings;
+  auto html = render_page(index, {}, warnings);
+  REQUIRE_FALSE(testing::xml_error(html));
+  CHECK(html.find("<a href=\"#run-5001-p0\">0.2</a>") != std::string::npos);   // send 4 KiB median
+  CHECK(html.find("<a href=\"#run-5001-p1\">4.83</a>") != std::string::npos);  // read 1 MiB
+  CHECK(html.find("<a href=\"#run-5001-p2\">331</a>") != std::string::npos);   // write lat typical
+  CHECK(html.find("title=\"Couldn&#39;t create CQ\">failed</a>") != std::string::npos);
+  CHECK(html.find("TCP figure (badges.tcp_bw_GBs): <strong>0.35 GB/s</strong>") != std::string::npos);
+  // repeatability: send 4 KiB range 0.02 over mean 0.2 = 10 %
+  CHECK(html.find("<td>0.02</td><td>0.2</td><td>10 %</td>") != std::string::npos);
+  CHECK(html.find("<td class=\"text\">read vs send</td>") != std::string::npos);
+  CHECK(html.find("T_init per guest") != std::string::npos);
+  CHECK(html.find("<td>0.02</td></tr>") != std::string::npos);
+  // provenance in the details: commands, tool versions, accelerator
+  CHECK(html.find("<code>perftest --client</code>") != std::string::npos);
+  CHECK(html.find("<dt>version of iperf3</dt><dd>3.12</dd>") != std::string::npos);
+  CHECK(html.find("<dt>accelerator</dt><dd>kvm</dd>") != std::string::npos);
+  CHECK(html.find("id=\"run-5001-p3\"") != std::string::npos);
+}
+
+TEST_CASE("write_site writes the page and the three badges") {
+  TempDir dir;
+  auto summary = write_site(index_histories({kRocmSample}), {}, dir / "site");
+  CHECK(summary.runs == 3);
+  CHECK(summary.charts == 7);
+  CHECK(std::filesystem::exists(dir / "site/index.html"));
+  CHECK(testing::read_text(dir / "site/badge-rdma.json") ==
+        testing::read_text(std::filesystem::path(ERNIC_SAMPLES_DIR) / "rocm-ernic-badge-rdma-sample.json"));
+  CHECK(std::filesystem::exists(dir / "site/badge-tcp.json"));
+  CHECK(std::filesystem::exists(dir / "site/badge-nvmeof.json"));
+}

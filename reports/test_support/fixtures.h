@@ -1,0 +1,48 @@
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace ernic::reports::testing {
+
+// A directory under /tmp removed with everything in it when the test ends.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+std::string read_text(const std::filesystem::path& file);
+void write_text(const std::filesystem::path& file, const std::string& text);
+
+// A point as docs/history-format.md describes it, with one sample per value.
+nlohmann::json make_point(const std::string& id, const std::string& tool,
+                          const nlohmann::json& params, const std::string& metric,
+                          const std::string& unit, const std::string& better,
+                          const std::vector<double>& values, const std::string& status = "passed",
+                          const std::string& reason = "");
+
+// An ernicctl record (rocm-ernic keys plus the ernicctl part) holding `points`.
+nlohmann::json make_record(const std::string& run_id, const std::string& generated,
+                           const std::string& runner, nlohmann::json points,
+                           const std::string& status = "passed",
+                           const std::string& scenario = "quickstart");
+
+// What running the ernicctl binary printed and returned.
+struct CommandOutcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+CommandOutcome run_ernicctl(const std::string& arguments);
+
+}  // namespace ernic::reports::testing
