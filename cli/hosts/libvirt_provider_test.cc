@@ -253,9 +253,10 @@ TEST_CASE(
   CHECK(guest_host->check_alive().empty());
   auto known_hosts = read(guest_host->ssh_target().known_hosts);
   CHECK(known_hosts.find("127.77.2.10 ssh-ed25519 ") == 0);
-  // Without the ssh transport merged in, commands fail with the reason instead of silently.
-  CHECK_THROWS_WITH(guest_host->start(CommandSpec{{"true"}, {}, {}}, nullptr),
-                    Catch::Contains("no SSH transport"));
+  // Commands go over SSH (SshHost, strict against the image's host keys) to the "guest".
+  auto result = guest_host->run(CommandSpec{{"sh", "-c", "echo from-guest; exit 3"}, {}, {}});
+  CHECK(result.exit_code == 3);
+  CHECK(result.out == "from-guest\n");
   run.cleanup.run_all();
   CHECK(run.objects().empty());
   CHECK_FALSE(guest_host->check_alive().empty());
