@@ -6,6 +6,8 @@
 #include <iostream>
 
 #include "commands/commands.h"
+#include "commands/doctor_command.h"
+#include "commands/image_command.h"
 #include "common/command_context.h"
 #include "emulator_commands.h"
 #include "report_commands.h"
@@ -19,6 +21,8 @@ int main(int argc, char** argv) {
   ernic::register_validate_command(app, context);
   ernic::register_parse_command(app, context);
   ernic::register_schema_command(app, context);
+  ernic::register_image_command(app, context);
+  ernic::register_doctor_command(app, context);
   ernic::emulator::register_commands(app, context);
   ernic::reports::register_commands(app, context);
   try {

@@ -105,12 +105,17 @@ class Benchmark {
   // The `params` a scenario may give; matrix fields expand into points.
   virtual const ObjectSchema& params() const = 0;
   virtual std::vector<MetricInfo> metrics() const = 0;
+  // The metric a summary shows for a point: the first declared one by default.
+  virtual std::string headline_metric(const PointParams& /*params*/) const { return metrics().front().name; }
   // Programs the server and client hosts need, checked before anything starts.
   struct Program {
     std::string name;
     std::string debian_package;
   };
   virtual std::vector<Program> programs() const = 0;
+  // The programs a host with these facts needs: a host attached to an embedded emulator
+  // instance runs the load generator built into ernicctl instead of the tools.
+  virtual std::vector<Program> programs_for(const HostFacts& /*facts*/) const { return programs(); }
   // Whether the tool runs as a server plus a client (otherwise only on the client host).
   virtual bool needs_server() const { return true; }
 

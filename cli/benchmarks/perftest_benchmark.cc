@@ -111,6 +111,14 @@ class PerftestBenchmark final : public Benchmark {
             {"lat_p99_us", "us", Better::kLower},       {"lat_p999_us", "us", Better::kLower}};
   }
 
+  std::string headline_metric(const PointParams& params) const override {
+    return text_or(params, "mode", "bw") == "lat" ? "lat_typical_us" : "bw_avg_GBs";
+  }
+
+  std::vector<Program> programs_for(const HostFacts& facts) const override {
+    return uses_load_generator(facts) ? std::vector<Program>{} : programs();
+  }
+
   std::vector<Program> programs() const override {
     std::vector<Program> programs;
     for (const char* verb : {"send", "write", "read"}) {

@@ -11,6 +11,7 @@
 #include "history/history_file.h"
 #include "history/record.h"
 #include "plan/plan.h"
+#include "run_summary.h"
 #include "run/executor.h"
 #include "scenario/scenario_loader.h"
 #include "setup/setup_step.h"
@@ -127,10 +128,11 @@ void print_summary_table(const nlohmann::json& summary, const Plan& plan) {
     const auto& point = summary["points"][i];
     std::string result;
     if (point["status"] == "passed") {
-      for (const auto& metric : plan.points[i].tool->metrics()) {
-        if (point["median"].contains(metric.name)) {
+      const Benchmark& tool = *plan.points[i].tool;
+      std::string headline = tool.headline_metric(plan.points[i].params);
+      for (const auto& metric : tool.metrics()) {
+        if (metric.name == headline && point["median"].contains(metric.name)) {
           result = fmt::format("{} {:.4g} {}", metric.name, point["median"][metric.name].get<double>(), metric.unit);
-          break;
         }
       }
     } else if (!point["reason"].is_null()) {
@@ -185,6 +187,13 @@ int run(const RunFlags& flags) {
   {
     std::ofstream out(result.run_dir / "record.json");
     out << record.dump(2) << "\n";
+  }
+  {
+    std::ofstream(result.run_dir / "summary.md") << reports::render_markdown_summary(record);
+    std::ofstream(result.run_dir / "junit.xml") << reports::render_junit(record);
+  }
+  if (const char* step_summary = std::getenv("GITHUB_STEP_SUMMARY"); step_summary && *step_summary) {
+    std::ofstream(step_summary, std::ios::app) << reports::render_markdown_summary(record) << "\n";
   }
   std::string history_path;
   if (scenario->history.enabled) {

@@ -190,6 +190,7 @@ nlohmann::json build_history_record(const Scenario& scenario, const RunResult& r
       {"finished", iso8601(run.finished)},
       {"duration_s", duration},
       {"run_dir", run.run_dir.string()},
+      {"run_token", run.run_token},
       {"scenario",
        {{"name", scenario.name},
         {"path", scenario.file.string()},

@@ -126,6 +126,7 @@ Host& Executor::host(const std::string& name) {
 RunResult Executor::run() {
   const Scenario& scenario = *plan_.scenario;
   result_.started = std::chrono::system_clock::now();
+  result_.run_token = run_token_;
   for (const auto& point : plan_.points) {
     PointResult pending;
     pending.point = &point;
@@ -144,6 +145,7 @@ RunResult Executor::run() {
     check_interrupt();
     create_hosts();
     attach_hosts_to_instances();
+    check_programs();
     check_interrupt();
     apply_setup();
     collect_tool_versions();
@@ -280,17 +282,23 @@ void Executor::create_hosts() {
       hosts_.push_back(std::move(created[i]));
     }
   }
-  // Remote hosts: check their tools now that they answer.
-  std::set<std::string> reported;
+}
+
+void Executor::check_programs() {
+  // Hosts not on this machine's filesystem are checked as soon as they answer, and every host
+  // with the facts it now has (an emulator endpoint needs no perftest).
+  std::set<std::string> checked;
   for (const auto& point : plan_.points) {
-    for (const auto& program : point.tool->programs()) {
-      for (const std::string& host_name : {point.entry->server, point.entry->client}) {
-        if (host_name.empty() || reported.contains(host_name + program.name)) {
+    for (const std::string& host_name : {point.entry->server, point.entry->client}) {
+      if (host_name.empty()) {
+        continue;
+      }
+      for (const auto& program : point.tool->programs_for(facts_[host_name])) {
+        if (!checked.insert(host_name + "/" + program.name).second) {
           continue;
         }
         Host& h = host(host_name);
         if (!h.has_program(program.name)) {
-          reported.insert(host_name + program.name);
           throw std::runtime_error(fmt::format("{} is not installed on {}; install the Debian package {}",
                                                program.name, h.describe(), program.debian_package));
         }
@@ -384,12 +392,12 @@ void Executor::run_points() {
     check_interrupt();
     std::string outcome = result.reason;
     if (result.status == PointStatus::kPassed && !result.samples.empty()) {
+      std::string headline = point.tool->headline_metric(point.params);
       outcome = "";
       for (const auto& metric : point.tool->metrics()) {
         auto it = result.samples.back().metrics.find(metric.name);
-        if (it != result.samples.back().metrics.end()) {
+        if (metric.name == headline && it != result.samples.back().metrics.end()) {
           outcome = fmt::format("{} {:.4g} {}", metric.name, it->second, metric.unit);
-          break;
         }
       }
     }
@@ -410,16 +418,19 @@ void Executor::run_points() {
 }
 
 void Executor::run_point(const PlannedPoint& point, PointResult& result) {
-  result.status = PointStatus::kPassed;
-  result.reason.clear();
+  // Until every repetition passed, the point counts as failed: if the run stops in the middle
+  // (Ctrl-C, a dead instance, a host that stopped answering) this is what the record says.
+  result.status = PointStatus::kFailed;
+  result.reason = "did not finish: the run stopped while it ran";
   for (int repetition = 1; repetition <= point.entry->repetitions; ++repetition) {
     status_.point_started(point.index, static_cast<int>(plan_.points.size()), point.id, repetition,
                           point.entry->repetitions);
     if (!run_repetition(point, repetition, result)) {
-      result.status = PointStatus::kFailed;
       return;
     }
   }
+  result.status = PointStatus::kPassed;
+  result.reason.clear();
 }
 
 bool Executor::run_repetition(const PlannedPoint& point, int repetition, PointResult& result) {

@@ -34,6 +34,7 @@ class Executor {
   void start_emulator();
   void create_hosts();
   void attach_hosts_to_instances();
+  void check_programs();
   void apply_setup();
   void run_points();
   void run_point(const PlannedPoint& point, PointResult& result);

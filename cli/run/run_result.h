@@ -48,7 +48,8 @@ struct RunResult {
   RunStatus status = RunStatus::kPassed;
   std::string fatal_error;  // set when the run stopped early
   std::filesystem::path run_dir;
-  std::string run_name;  // the run directory's name
+  std::string run_name;   // the run directory's name
+  std::string run_token;  // names this run's namespaces, domains and temporary files
   std::chrono::system_clock::time_point started;
   std::chrono::system_clock::time_point finished;
   std::vector<HostRecord> hosts;

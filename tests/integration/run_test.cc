@@ -15,7 +15,8 @@ using nlohmann::json;
 
 namespace {
 
-const std::string kQuickstart = std::string(ERNIC_SOURCE_DIR) + "/scenarios/quickstart.yaml";
+// Most tests drive the iperf3-only scenario: quick, and every run path is the same.
+const std::string kIperf3Scenario = std::string(ERNIC_SOURCE_DIR) + "/scenarios/netns-iperf3.yaml";
 
 std::vector<json> history_records(const std::filesystem::path& path) {
   std::ifstream in(path);
@@ -28,11 +29,11 @@ std::vector<json> history_records(const std::filesystem::path& path) {
 
 }  // namespace
 
-TEST_CASE("quickstart runs end to end and appends a history line with every point") {
+TEST_CASE("an iperf3 scenario runs end to end and appends a history line with every point") {
   auto dir = fresh_dir("quickstart");
   auto before = namespaces();
   auto history = dir / "history.jsonl";
-  auto result = run_ernicctl({"run", kQuickstart, "--runs-dir", (dir / "runs").string(), "--set",
+  auto result = run_ernicctl({"run", kIperf3Scenario, "--runs-dir", (dir / "runs").string(), "--set",
                               "history.path=" + history.string(), "--set", "benchmarks.tcp.params.duration=1s",
                               "--set", "benchmarks.udp.params.duration=1s", "--output", "json"});
   INFO(result.err);
@@ -74,7 +75,7 @@ TEST_CASE("Ctrl-C in the middle of a point tears everything down and exits 130")
   auto dir = fresh_dir("sigint");
   auto before = namespaces();
   auto history = dir / "history.jsonl";
-  std::vector<std::string> argv = {ERNIC_BINARY, "run", kQuickstart, "--runs-dir", (dir / "runs").string(),
+  std::vector<std::string> argv = {ERNIC_BINARY, "run", kIperf3Scenario, "--runs-dir", (dir / "runs").string(),
                                    "--set", "history.path=" + history.string(), "--set",
                                    "benchmarks.tcp.params.duration=30s", "--set", "benchmarks.tcp.timeout=60s"};
   auto process = ernic::Subprocess::spawn({.argv = argv, .env = {}, .netns_path = "", .stdin_file = ""}, {});
@@ -104,7 +105,7 @@ TEST_CASE("Ctrl-C in the middle of a point tears everything down and exits 130")
 TEST_CASE("a missing tool is named with its Debian package before anything starts") {
   auto dir = fresh_dir("missing");
   auto before = namespaces();
-  auto result = run_ernicctl({"run", kQuickstart, "--runs-dir", (dir / "runs").string()},
+  auto result = run_ernicctl({"run", kIperf3Scenario, "--runs-dir", (dir / "runs").string()},
                              {{"PATH", "/usr/sbin:/sbin"}});
   CHECK(result.exit_code == 2);
   CHECK_THAT(result.err, Contains("iperf3 is not installed (needed on client, server); install the "
@@ -118,7 +119,7 @@ TEST_CASE("a failing point is recorded with its reason and the run goes on") {
   auto history = dir / "history.jsonl";
   // A UDP point whose server binds an address that is not on the host: it fails; the TCP points
   // around it still run.
-  auto result = run_ernicctl({"run", kQuickstart, "--runs-dir", (dir / "runs").string(), "--set",
+  auto result = run_ernicctl({"run", kIperf3Scenario, "--runs-dir", (dir / "runs").string(), "--set",
                               "history.path=" + history.string(), "--set", "benchmarks.tcp.params.duration=1s",
                               "--set", "benchmarks.udp.params.length=1GiB", "--set",
                               "benchmarks.udp.params.duration=1s"});
@@ -141,7 +142,7 @@ TEST_CASE("validate and parse report problems with exit status 2") {
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Contains("bad.yaml:3:30: benchmarks[0].tool: expected one of") &&
                           Contains("did you mean 'iperf3'?"));
-  auto good = run_ernicctl({"validate", kQuickstart});
+  auto good = run_ernicctl({"validate", kIperf3Scenario});
   CHECK(good.exit_code == 0);
   CHECK_THAT(good.out, Contains("valid: 2 hosts, 0 setup steps, 3 points"));
 
@@ -166,7 +167,7 @@ TEST_CASE("scenarios/schema.json is the schema ernicctl validates with") {
 
 TEST_CASE("the dry run prints every command and starts nothing") {
   auto before = namespaces();
-  auto result = run_ernicctl({"run", kQuickstart, "--dry-run"});
+  auto result = run_ernicctl({"run", kIperf3Scenario, "--dry-run"});
   CHECK(result.exit_code == 0);
   CHECK_THAT(result.out, Contains("ip -n ernic-XXXXXX-server link add eth1 type veth peer name eth1 "
                                   "netns ernic-XXXXXX-client") &&
@@ -179,7 +180,7 @@ TEST_CASE("a host that disappears mid-run stops the run at once instead of faili
   auto dir = fresh_dir("gone");
   auto before = namespaces();
   auto history = dir / "history.jsonl";
-  std::vector<std::string> argv = {ERNIC_BINARY, "run", kQuickstart, "--runs-dir", (dir / "runs").string(),
+  std::vector<std::string> argv = {ERNIC_BINARY, "run", kIperf3Scenario, "--runs-dir", (dir / "runs").string(),
                                    "--set", "history.path=" + history.string(), "--set",
                                    "benchmarks.tcp.params.duration=2s"};
   auto process = ernic::Subprocess::spawn({.argv = argv, .env = {}, .netns_path = "", .stdin_file = ""}, {});

@@ -1,0 +1,136 @@
+// `ernicctl run scenarios/quickstart.yaml`: the embedded emulator's manager and worker, the
+// perftest-style sweeps through the load generator, and iperf3, end to end.
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "ernicctl_runner.h"
+
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+const std::string kQuickstart = std::string(ERNIC_SOURCE_DIR) + "/scenarios/quickstart.yaml";
+
+json last_record(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    last = line;
+  }
+  return json::parse(last);
+}
+
+// Processes whose command line mentions `text`.
+int processes_mentioning(const std::string& text) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream in(entry.path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmdline.find(text) != std::string::npos) {
+      ++count;
+    }
+  }
+  return count;
+}
+
+// The pid of a child of `parent` whose command line contains `text`, 0 when none.
+pid_t child_mentioning(pid_t parent, const std::string& text) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    std::ifstream stat(entry.path() / "stat");
+    std::string pid, comm, state;
+    pid_t ppid = 0;
+    stat >> pid >> comm >> state >> ppid;
+    std::ifstream in(entry.path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (ppid == parent && cmdline.find(text) != std::string::npos) {
+      return std::stoi(name);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("quickstart runs the embedded emulator sweep and records every point") {
+  auto dir = fresh_dir("emulator-quickstart");
+  auto before = namespaces();
+  auto history = dir / "history.jsonl";
+  auto result = run_ernicctl({"run", kQuickstart, "--runs-dir", (dir / "runs").string(), "--set",
+                              "history.path=" + history.string()},
+                             {}, std::chrono::seconds(300));
+  INFO(result.err.substr(result.err.size() > 3000 ? result.err.size() - 3000 : 0));
+  REQUIRE(result.exit_code == 0);
+  json record = last_record(history);
+  const json& run = record["ernicctl"];
+  const json& points = run["points"];
+  // 36 bandwidth + 36 latency + 3 reliability + 3 iperf3 points.
+  REQUIRE(points.size() == 78);
+  for (const auto& point : points) {
+    INFO(point["id"]);
+    CHECK(point["status"] == "passed");
+  }
+  CHECK_THAT(points[0]["commands"]["client"].get<std::string>(), Contains("perf send_bw --socket"));
+  CHECK(points[72]["samples"].size() == 5);  // reliability: 5 repetitions
+  for (const char* series : {"bandwidth", "latency"}) {
+    for (const char* size : {"4096", "65536", "1048576"}) {
+      INFO(series << " " << size);
+      CHECK(record["series"][series][size].get<double>() > 0);
+    }
+  }
+  CHECK(record["badges"]["rdma_bw_GBs"].get<double>() > 0);
+  CHECK(record["badges"]["tcp_bw_GBs"].get<double>() > 0);
+  CHECK(run["emulator"]["kind"] == "embedded");
+  REQUIRE(run["emulator"]["instances"].size() == 2);
+  CHECK(run["emulator"]["instances"][0]["role"] == "manager");
+  // Each instance's final stats and log are kept in the run directory.
+  std::filesystem::path run_dir = run["run_dir"].get<std::string>();
+  for (const auto& instance : run["emulator"]["instances"]) {
+    std::ifstream stats(run_dir / "emulator" / instance["stats"].get<std::string>());
+    std::string text((std::istreambuf_iterator<char>(stats)), std::istreambuf_iterator<char>());
+    CHECK_THAT(text, Contains("bytes_sent : "));
+    CHECK(std::filesystem::exists(run_dir / "emulator" / instance["log"].get<std::string>()));
+  }
+  // Nothing left: instances, load generators, namespaces, socket directory.
+  std::string token = run["run_token"];
+  CHECK(processes_mentioning("ernic-" + token) == 0);
+  CHECK_FALSE(std::filesystem::exists(std::filesystem::temp_directory_path() / ("ernic-" + token)));
+  CHECK(namespaces() == before);
+}
+
+TEST_CASE("an emulator instance that dies mid-point stops the run within seconds") {
+  auto dir = fresh_dir("emulator-death");
+  auto history = dir / "history.jsonl";
+  std::vector<std::string> argv = {ERNIC_BINARY, "run", kQuickstart, "--runs-dir", (dir / "runs").string(),
+                                   "--set", "history.path=" + history.string(), "--set",
+                                   "benchmarks.bw.params.iterations=20000"};
+  auto process = ernic::Subprocess::spawn({.argv = argv, .env = {}, .netns_path = "", .stdin_file = ""}, {});
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  REQUIRE(process->wait_for_line(std::regex(R"(\[1/78\] bw)"), deadline));
+  pid_t worker = 0;
+  while (worker == 0 && std::chrono::steady_clock::now() < deadline) {
+    worker = child_mentioning(process->pid(), "tcp:worker");
+  }
+  REQUIRE(worker != 0);
+  REQUIRE(::kill(worker, SIGKILL) == 0);
+  auto killed = std::chrono::steady_clock::now();
+  REQUIRE(process->wait_until(killed + std::chrono::seconds(20), false) == ernic::Subprocess::WaitEnd::kExited);
+  process->finish_output();
+  INFO(process->stderr_text());
+  CHECK(std::chrono::steady_clock::now() - killed < std::chrono::seconds(10));
+  CHECK(process->exit_code() == 1);
+  json record = last_record(history);
+  const json& run = record["ernicctl"];
+  CHECK(run["status"] == "failed");
+  CHECK_THAT(run["error"].get<std::string>(), Contains("instance 2 (worker") && Contains("last log lines"));
+  CHECK(run["points"][77]["status"] == "skipped");
+  CHECK(processes_mentioning("ernic-" + run["run_token"].get<std::string>()) == 0);
+}
