@@ -16,6 +16,7 @@
 #include "hosts/libvirt_accel.h"
 #include "hosts/libvirt_connection.h"
 #include "hosts/libvirt_readiness.h"
+#include "hosts/ssh_host.h"
 #include "image/image_builder.h"
 #include "image/recipe.h"
 
@@ -193,7 +194,21 @@ FieldSchema enum_field(std::string name, std::string description, std::vector<st
 }  // namespace
 
 SshHostFactory default_ssh_host_factory() {
-  return [](const GuestSshTarget&) -> std::unique_ptr<Host> { return nullptr; };
+  return [](const GuestSshTarget& target) -> std::unique_ptr<Host> {
+    SshConnectOptions options;
+    options.label = target.name;
+    options.target.host = target.address;
+    options.target.port = target.port;
+    options.target.user = target.user;
+    options.target.key = target.private_key;
+    // The image's host keys, written by create(): strict, never trust on first use.
+    options.known_hosts = target.known_hosts;
+    options.host_key_policy = HostKeyPolicy::kStrict;
+    // Key exchange in a TCG guest on a busy machine takes seconds.
+    options.connect_timeout = std::chrono::seconds(60);
+    options.alive_timeout = std::chrono::seconds(30);
+    return std::make_unique<SshHost>(target.name, target.address, std::move(options));
+  };
 }
 
 LibvirtGuestConfig parse_libvirt_guest(const HostSpec& host, const fs::path& base_dir) {
@@ -503,6 +518,19 @@ void LibvirtProvider::check(const std::vector<HostSpec>& hosts, const YAML::Node
       out.push_back(diagnostic_at(scenario["libvirt"], file, "libvirt.network", error.what()));
     }
   }
+}
+
+std::vector<std::string> LibvirtProvider::planned_addresses(const std::vector<HostSpec>& hosts,
+                                                           const YAML::Node& scenario) const {
+  auto run = parse_libvirt_run(scenario);
+  if (run.dhcp) {
+    return std::vector<std::string>(hosts.size());
+  }
+  std::vector<std::string> requested;
+  for (const auto& host : hosts) {
+    requested.push_back(host.address);
+  }
+  return assign_guest_addresses(requested, run.subnet);
 }
 
 std::vector<std::string> LibvirtProvider::describe(const std::vector<HostSpec>& hosts,

@@ -120,6 +120,10 @@ class LibvirtProvider : public HostProvider {
   const ObjectSchema& host_schema() const override;
   // The top-level `libvirt:` section's schema.
   static const ObjectSchema& run_schema();
+  const ObjectSchema* settings_schema() const override { return &run_schema(); }
+  // Static addresses (given or assigned from the subnet); "" for every guest with dhcp: true.
+  std::vector<std::string> planned_addresses(const std::vector<HostSpec>& hosts,
+                                             const YAML::Node& scenario) const override;
   void check(const std::vector<HostSpec>& hosts, const YAML::Node& scenario,
              const std::string& file, Diagnostics& out) const override;
   std::vector<std::string> describe(const std::vector<HostSpec>& hosts,

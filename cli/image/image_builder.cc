@@ -242,6 +242,28 @@ std::string utc_now() {
   return text;
 }
 
+// Earlier builds of the same recipe file (it was edited since): 500 MB each, never used again.
+void remove_superseded_images(const fs::path& out_dir, const fs::path& keep,
+                              const ImageRecipe& recipe) {
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(out_dir, error)) {
+    std::string folder = entry.path().filename().string();
+    if (entry.path() == keep || folder.rfind(recipe.name + "-", 0) != 0 ||
+        !fs::exists(entry.path() / "manifest.json")) {
+      continue;
+    }
+    try {
+      auto manifest = nlohmann::json::parse(read_text(entry.path() / "manifest.json"));
+      if (manifest.value("name", "") == recipe.name &&
+          manifest.value("recipe", "") == recipe.file.string()) {
+        fs::remove_all(entry.path(), error);
+      }
+    } catch (const nlohmann::json::exception&) {
+      // Not one of ours: leave it.
+    }
+  }
+}
+
 }  // namespace
 
 std::string resolve_kernel_version(const ImageRecipe& recipe, const fs::path& root) {
@@ -512,6 +534,7 @@ ImageBuildResult build_image(const ImageRecipe& recipe, const ImageBuildOptions&
   }
   fs::rename(staging, final_dir);
   guard.release();
+  remove_superseded_images(out_dir, final_dir, recipe);
   result.image = load_image_manifest(final_dir / "manifest.json");
   result.seconds = Seconds(std::chrono::steady_clock::now() - started).count();
   return result;

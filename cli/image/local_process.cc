@@ -106,8 +106,16 @@ LocalProcessResult run_local(const std::vector<std::string>& argv,
     for (const auto& [key, value] : options.env) {
       ::setenv(key.c_str(), value.c_str(), 1);
     }
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGPIPE, SIG_DFL);
+    // The parent's handlers (Ctrl-C, a test framework's) must not run in the child between fork
+    // and exec: a stop that arrives then has to end it like any other program.
+    for (int signal_number = 1; signal_number < NSIG; ++signal_number) {
+      if (signal_number != SIGKILL && signal_number != SIGSTOP) {
+        ::signal(signal_number, SIG_DFL);
+      }
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::execvp(c_argv[0], c_argv.data());
     std::string message = fmt::format("cannot run {}: {}\n", argv[0], std::strerror(errno));
     [[maybe_unused]] auto written = ::write(STDERR_FILENO, message.data(), message.size());

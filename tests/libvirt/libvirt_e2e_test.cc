@@ -185,16 +185,25 @@ TEST_CASE(
     CHECK(targets[0].address == "192.168.231.10");
     CHECK(targets[1].address == "192.168.231.11");
 
-    // The image boots the build host's kernel, has rdma_rxe, and the guests reach each other.
-    auto uname = ssh_run(targets[0],
-                         "uname -r && modprobe rdma_rxe && grep -c rdma_rxe "
-                         "/proc/modules && ping -c 1 -W 10 " +
-                             targets[1].address);
-    INFO(uname.output);
-    REQUIRE(uname.ok());
-    CHECK(uname.output.find(image.image.kernel_version) != std::string::npos);
+    // Commands over SshHost (strict against the image's host keys): the image boots the build
+    // host's kernel, has rdma_rxe, and the guests reach each other on the run's network.
+    auto checked = hosts[0]->run(CommandSpec{
+        {"sh", "-c",
+         "uname -r && modprobe rdma_rxe && grep -c rdma_rxe /proc/modules && ping -c 1 -W 10 " +
+             targets[1].address},
+        std::chrono::seconds(300),
+        {}});
+    INFO(checked.out << checked.err);
+    REQUIRE(checked.ok());
+    CHECK(checked.out.find(image.image.kernel_version) != std::string::npos);
+    auto memlock =
+        hosts[1]->run(CommandSpec{{"sh", "-c", "ulimit -l"}, std::chrono::seconds(120), {}});
+    CHECK(memlock.out == "unlimited\n");
 
-    // A known_hosts without the guest's key makes the client refuse: the check is real.
+    // The system client agrees with the provider's known_hosts, and refuses without it.
+    auto system_ssh = ssh_run(targets[1], "true");
+    INFO(system_ssh.output);
+    CHECK(system_ssh.ok());
     GuestSshTarget wrong = targets[1];
     wrong.known_hosts = run_dir / "empty_known_hosts";
     std::ofstream(wrong.known_hosts).close();
