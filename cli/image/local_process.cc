@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -94,7 +95,17 @@ LocalProcessResult run_local(const std::vector<std::string>& argv,
   }
   c_argv.push_back(nullptr);
 
+  // Signals stay blocked from fork until the child has reset its handlers, so that a stop
+  // sent right away can never run the parent's handlers (Ctrl-C, a test framework's) in the
+  // child.
+  sigset_t all_signals;
+  sigset_t previous_mask;
+  sigfillset(&all_signals);
+  ::pthread_sigmask(SIG_SETMASK, &all_signals, &previous_mask);
   pid_t pid = ::fork();
+  if (pid != 0) {
+    ::pthread_sigmask(SIG_SETMASK, &previous_mask, nullptr);
+  }
   if (pid < 0) {
     throw std::runtime_error(fmt::format("cannot fork: {}", std::strerror(errno)));
   }
@@ -106,8 +117,6 @@ LocalProcessResult run_local(const std::vector<std::string>& argv,
     for (const auto& [key, value] : options.env) {
       ::setenv(key.c_str(), value.c_str(), 1);
     }
-    // The parent's handlers (Ctrl-C, a test framework's) must not run in the child between fork
-    // and exec: a stop that arrives then has to end it like any other program.
     for (int signal_number = 1; signal_number < NSIG; ++signal_number) {
       if (signal_number != SIGKILL && signal_number != SIGSTOP) {
         ::signal(signal_number, SIG_DFL);
