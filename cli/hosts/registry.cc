@@ -1,4 +1,5 @@
 #include "hosts/registry.h"
+#include "hosts/libvirt_provider.h"
 #include "hosts/ssh_provider.h"
 
 namespace ernic {
@@ -9,6 +10,7 @@ const std::vector<HostProvider*>& all_host_providers() {
       &netns_provider(),
       &embedded_provider(),
       &ssh_host_provider(),
+      &libvirt_provider(),
   };
   return providers;
 }
