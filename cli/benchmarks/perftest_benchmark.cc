@@ -277,6 +277,11 @@ class PerftestBenchmark final : public Benchmark {
     if (generator) {
       argv = {fact(facts, "ernicctl"), "perf", verb + "_" + mode, "--socket",
               fact(facts, "perf_socket")};
+      // The load generator's out-of-band listener defaults to loopback; a server reached over a
+      // test network (an SSH host attached to an instance) listens on its test address.
+      if (server_address.empty() && point.server != nullptr && point.server->address() != "127.0.0.1") {
+        argv.insert(argv.end(), {"--bind", point.server->address()});
+      }
     } else {
       argv = {perftest_program(verb, mode)};
       if (std::string device = fact(facts, "rdma_device"); !device.empty()) {

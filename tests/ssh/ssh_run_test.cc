@@ -87,6 +87,46 @@ TEST_CASE("ernicctl run drives iperf3 between two hosts over SSH", "[ssh][e2e]")
   CHECK(std::filesystem::exists(work / "history.jsonl"));
 }
 
+TEST_CASE("ernicctl run drives the embedded emulator's load generator over SSH", "[ssh][e2e]") {
+  // Hosts reached by SSH attach to emulator instances the way guests attach to their NIC: the
+  // same sweep then runs across machines. Here the machines are namespaces sharing this
+  // filesystem, so they reach the instances' sockets and the ernicctl binary.
+  TwoSshGuests guests;
+  auto work = guests.sshd_one.directory();
+  std::string scenario =
+      "version: 1\nname: ssh-emulator\nrunner: local\nemulator: {kind: embedded, instances: 2}\n"
+      "hosts:\n" +
+      guests.host_entry("guest1", TwoSshGuests::kOneTest, guests.sshd_one) + "    instance: 1\n" +
+      guests.host_entry("guest2", TwoSshGuests::kTwoTest, guests.sshd_two) + "    instance: 2\n" +
+      "benchmarks:\n"
+      "  - name: rdma\n    tool: perftest\n    server: guest1\n    client: guest2\n"
+      "    params: {verb: [send, write, read], mode: [bw, lat], size: 64KiB, iterations: 50}\n"
+      "    timeout: 60s\n"
+      "history: {path: " +
+      (work / "history.jsonl").string() + "}\n";
+  std::ofstream(work / "scenario.yaml") << scenario;
+  std::string output;
+  int status = testing::run_program({ERNIC_BINARY, "run", (work / "scenario.yaml").string(),
+                                     "--runs-dir", (work / "runs").string(), "--output", "json"},
+                                    &output);
+  INFO(output);
+  REQUIRE(status == 0);
+  std::ifstream in(work / "history.jsonl");
+  std::string line;
+  std::getline(in, line);
+  nlohmann::json record = nlohmann::json::parse(line);
+  const auto& points = record["ernicctl"]["points"];
+  REQUIRE(points.size() == 6);
+  for (const auto& point : points) {
+    INFO(point.dump());
+    CHECK(point["status"] == "passed");
+    CHECK(point["commands"]["client"].get<std::string>().find(" perf ") != std::string::npos);
+  }
+  CHECK(points[0]["commands"]["server"].get<std::string>().find("--bind " + TwoSshGuests::kOneTest) !=
+        std::string::npos);
+  CHECK(record["series"]["bandwidth"]["65536"].get<double>() > 0);
+}
+
 TEST_CASE("ernicctl run stops soon after an SSH host stops answering", "[ssh][e2e]") {
   TwoSshGuests guests;
   auto work = guests.sshd_one.directory();
