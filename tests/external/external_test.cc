@@ -206,3 +206,45 @@ TEST_CASE(
   CHECK(namespaces() == before);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("Ctrl-C while the instances start stops them and removes their sockets") {
+  auto dir = fresh_dir("ext-ctrlc");
+  auto before = namespaces();
+  int processes_before = count_processes("fake_rocm_ernic");
+  std::string scenario = std::string(ERNIC_EXTERNAL_TEST_DIR) + "/external-netns-iperf3.yaml";
+  auto process = Subprocess::spawn(
+      {.argv = {ERNIC_BINARY, "run", scenario, "--runs-dir", (dir / "runs").string(), "--set",
+                "emulator.binary=" + kStandIn, "--set", "emulator.extra_args=[--fake-never-ready]",
+                "--set", "emulator.ready_timeout=60s", "--set",
+                "history.path=" + (dir / "history.jsonl").string()},
+       .env = {},
+       .netns_path = "",
+       .stdin_file = ""},
+      {});
+  // Wait until the manager runs, then interrupt the way a terminal does.
+  auto deadline = SteadyClock::now() + std::chrono::seconds(30);
+  while (count_processes("fake_rocm_ernic") == processes_before && SteadyClock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  REQUIRE(count_processes("fake_rocm_ernic") > processes_before);
+  ::kill(process->pid(), SIGINT);
+  auto stopped = SteadyClock::now();
+  REQUIRE(process->wait_until(SteadyClock::now() + std::chrono::seconds(20), false) ==
+          Subprocess::WaitEnd::kExited);
+  process->finish_output();
+  INFO(process->stderr_text());
+  CHECK(SteadyClock::now() - stopped < std::chrono::seconds(10));
+  CHECK(process->exit_code() != 0);
+  CHECK(count_processes("fake_rocm_ernic") == processes_before);
+  CHECK(namespaces() == before);
+  bool sockets_left = false;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::temp_directory_path())) {
+    if (entry.path().filename().string().rfind("ernic-ext-", 0) == 0 &&
+        std::filesystem::exists(entry.path() / "instance1.sock")) {
+      sockets_left = true;
+    }
+  }
+  CHECK_FALSE(sockets_left);
+  std::filesystem::remove_all(dir);
+}
