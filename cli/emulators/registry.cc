@@ -30,6 +30,7 @@ const std::vector<EmulatorKind*>& all_emulator_kinds() {
   static const std::vector<EmulatorKind*> kinds = {
       &no_emulator(),
       &embedded_emulator(),
+      &external_emulator(),
 
   };
   return kinds;

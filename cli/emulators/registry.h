@@ -6,5 +6,6 @@ namespace ernic {
 
 EmulatorKind& no_emulator();
 EmulatorKind& embedded_emulator();
+EmulatorKind& external_emulator();
 
 }  // namespace ernic
