@@ -6,6 +6,7 @@
 #include "benchmarks/parser.h"
 #include "commands/commands.h"
 #include "commands/dry_run_host.h"
+#include "emulators/emulator_kind.h"
 #include "common/interrupt.h"
 #include "common/units.h"
 #include "history/history_file.h"
@@ -71,6 +72,13 @@ void print_dry_run(const Scenario& scenario, const Plan& plan) {
           fmt::print("    $ {}\n", line);
         }
       }
+    }
+  }
+  if (EmulatorKind* kind = find_emulator_kind(scenario.emulator.kind);
+      kind != nullptr && kind->instance_count(scenario.emulator.config) > 0) {
+    fmt::print("\nemulator ({}):\n", scenario.emulator.kind);
+    for (const auto& line : kind->describe(scenario.emulator.config)) {
+      fmt::print("    $ {}\n", line);
     }
   }
   fmt::print("\npoints:\n");
