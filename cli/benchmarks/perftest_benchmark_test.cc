@@ -132,8 +132,9 @@ TEST_CASE("perftest module: emulator hosts run ernicctl's load generator", "[per
                           {"ernicctl", "/usr/local/bin/ernicctl"}};
   PointCommands commands = perftest().commands(f.point);
   CHECK(commands.server->spec.argv == Argv{"/usr/local/bin/ernicctl", "perf", "send_bw", "--socket",
-                                           "/run/ernic/1.sock", "-s", "4096", "-n", "1000", "-t",
-                                           "128", "--report_gbits", "-p", "18600"});
+                                           "/run/ernic/1.sock", "--bind", "10.10.0.1", "-s", "4096",
+                                           "-n", "1000", "-t", "128", "--report_gbits", "-p",
+                                           "18600"});
   CHECK(commands.client.argv == Argv{"/usr/local/bin/ernicctl", "perf", "send_bw", "--socket",
                                      "/run/ernic/2.sock", "-s", "4096", "-n", "1000", "-t", "128",
                                      "--report_gbits", "-p", "18600", "10.10.0.1"});
