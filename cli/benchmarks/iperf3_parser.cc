@@ -208,7 +208,18 @@ nlohmann::json Iperf3Result::to_json() const {
           {"notes", notes}};
 }
 
+Iperf3Result parse_iperf3_unchecked(std::string_view text);
+
 Iperf3Result parse_iperf3(std::string_view text) {
+  try {
+    return parse_iperf3_unchecked(text);
+  } catch (const nlohmann::json::exception& e) {
+    // Valid JSON of the wrong shape (a number where iperf3 writes an object): not a result.
+    throw ParseError(kTool, 0, fmt::format("the JSON does not have iperf3's structure ({})", e.what()));
+  }
+}
+
+Iperf3Result parse_iperf3_unchecked(std::string_view text) {
   // The JSON starts at the first line that begins with '{'; anything before it is a warning.
   std::size_t begin = std::string_view::npos;
   for (std::size_t pos = 0; pos < text.size();) {
