@@ -1,7 +1,7 @@
 // ernicctl: one binary for running, bringing up and reporting ERNIC scenarios. Each component
 // adds its own subcommands; this file only puts them together.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <iostream>
 

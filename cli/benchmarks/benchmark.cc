@@ -34,12 +34,20 @@ const std::string& PointParams::text(const std::string& name) const {
   throw std::out_of_range(fmt::format("parameter '{}' is not set", name));
 }
 
-std::uint64_t PointParams::bytes(const std::string& name) const { return std::stoull(text(name)); }
+std::uint64_t PointParams::bytes(const std::string& name) const {
+  return std::stoull(text(name));
+}
 
-std::uint64_t PointParams::integer(const std::string& name) const { return std::stoull(text(name)); }
+std::uint64_t PointParams::integer(const std::string& name) const {
+  return std::stoull(text(name));
+}
 
-double PointParams::milliseconds(const std::string& name) const { return std::stod(text(name)); }
+double PointParams::milliseconds(const std::string& name) const {
+  return std::stod(text(name));
+}
 
-bool PointParams::flag(const std::string& name) const { return text(name) == "true"; }
+bool PointParams::flag(const std::string& name) const {
+  return text(name) == "true";
+}
 
 }  // namespace ernic

@@ -76,9 +76,9 @@ struct MetricInfo {
 // What parse() read from one repetition.
 struct ParseOutcome {
   bool ok = false;
-  std::string error;                   // why it is not a result, when !ok
+  std::string error;                      // why it is not a result, when !ok
   std::map<std::string, double> metrics;  // names from metrics()
-  nlohmann::json details;              // everything the parser read, kept in the run directory
+  nlohmann::json details;                 // everything the parser read, kept in the run directory
 };
 
 // The figures a run publishes in rocm-ernic's record format (series and badges).
@@ -106,7 +106,9 @@ class Benchmark {
   virtual const ObjectSchema& params() const = 0;
   virtual std::vector<MetricInfo> metrics() const = 0;
   // The metric a summary shows for a point: the first declared one by default.
-  virtual std::string headline_metric(const PointParams& /*params*/) const { return metrics().front().name; }
+  virtual std::string headline_metric(const PointParams& /*params*/) const {
+    return metrics().front().name;
+  }
   // Programs the server and client hosts need, checked before anything starts.
   struct Program {
     std::string name;

@@ -21,18 +21,34 @@ class Iperf3Benchmark final : public Benchmark {
     static const ObjectSchema schema{
         .description = "iperf3 parameters",
         .fields = {
-            {.name = "protocol", .kind = ValueKind::kEnum, .description = "tcp or udp",
-             .matrix = true, .enum_values = {"tcp", "udp"}, .default_text = "tcp"},
-            {.name = "reverse", .kind = ValueKind::kBoolean,
-             .description = "Server sends, client receives (-R)", .matrix = true,
+            {.name = "protocol",
+             .kind = ValueKind::kEnum,
+             .description = "tcp or udp",
+             .matrix = true,
+             .enum_values = {"tcp", "udp"},
+             .default_text = "tcp"},
+            {.name = "reverse",
+             .kind = ValueKind::kBoolean,
+             .description = "Server sends, client receives (-R)",
+             .matrix = true,
              .default_text = "false"},
-            {.name = "parallel", .kind = ValueKind::kInteger, .description = "Parallel streams (-P)",
-             .matrix = true, .default_text = "1", .minimum = 1, .maximum = 128},
-            {.name = "duration", .kind = ValueKind::kDuration, .description = "Test length (-t)",
+            {.name = "parallel",
+             .kind = ValueKind::kInteger,
+             .description = "Parallel streams (-P)",
+             .matrix = true,
+             .default_text = "1",
+             .minimum = 1,
+             .maximum = 128},
+            {.name = "duration",
+             .kind = ValueKind::kDuration,
+             .description = "Test length (-t)",
              .default_text = "10s"},
-            {.name = "omit", .kind = ValueKind::kDuration,
-             .description = "Warm-up left out of the result (-O)", .default_text = "0s"},
-            {.name = "bitrate", .kind = ValueKind::kBandwidth,
+            {.name = "omit",
+             .kind = ValueKind::kDuration,
+             .description = "Warm-up left out of the result (-O)",
+             .default_text = "0s"},
+            {.name = "bitrate",
+             .kind = ValueKind::kBandwidth,
              .description = "Target rate passed verbatim to -b; 0 = unlimited. Very low caps "
                             "such as 10K stall TCP",
              .matrix = true,
@@ -71,9 +87,18 @@ class Iperf3Benchmark final : public Benchmark {
     std::string bitrate = p.has("bitrate") ? p.text("bitrate") : (udp ? "100M" : "0");
     double seconds = p.milliseconds("duration") / 1000.0;
     auto& argv = commands.client.argv;
-    argv = {"iperf3", "-c", point.server->address(), "-p", port, "-J",
-            "-t", fmt::format("{}", std::max(1.0, std::ceil(seconds))), "-b", bitrate,
-            "--connect-timeout", "5000"};
+    argv = {"iperf3",
+            "-c",
+            point.server->address(),
+            "-p",
+            port,
+            "-J",
+            "-t",
+            fmt::format("{}", std::max(1.0, std::ceil(seconds))),
+            "-b",
+            bitrate,
+            "--connect-timeout",
+            "5000"};
     if (p.integer("parallel") > 1) {
       argv.insert(argv.end(), {"-P", p.text("parallel")});
     }

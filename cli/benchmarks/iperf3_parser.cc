@@ -10,7 +10,8 @@ namespace {
 constexpr const char* kTool = "iperf3";
 
 int line_of(std::string_view text, std::size_t offset) {
-  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
+  return 1 + static_cast<int>(std::count(text.begin(),
+                                         text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
 }
 
 // Finds the end of the JSON object starting at `begin` by matching braces outside strings.
@@ -75,7 +76,8 @@ std::string replace_non_finite(std::string_view json) {
   return out;
 }
 
-std::optional<double> number_at(const nlohmann::json& object, std::initializer_list<const char*> path) {
+std::optional<double> number_at(const nlohmann::json& object,
+                                std::initializer_list<const char*> path) {
   const nlohmann::json* node = &object;
   for (const char* key : path) {
     if (!node->is_object() || !node->contains(key)) {
@@ -101,12 +103,15 @@ std::vector<std::string> text_lines(std::string_view text) {
 }
 
 // --json-stream output: one {"event": ..., "data": ...} object per line.
-Iperf3Result from_stream(std::string_view text, const std::vector<std::pair<int, nlohmann::json>>& events);
+Iperf3Result from_stream(std::string_view text,
+                         const std::vector<std::pair<int, nlohmann::json>>& events);
 
-Iperf3Result from_document(const nlohmann::json& doc, std::vector<std::string> notes, int first_line) {
-  if (doc.contains("error") && doc["error"].is_string() && !doc["error"].get<std::string>().empty()) {
-    throw ParseError(kTool, first_line, fmt::format("iperf3 reported an error: {}",
-                                                   doc["error"].get<std::string>()));
+Iperf3Result from_document(const nlohmann::json& doc, std::vector<std::string> notes,
+                           int first_line) {
+  if (doc.contains("error") && doc["error"].is_string() &&
+      !doc["error"].get<std::string>().empty()) {
+    throw ParseError(kTool, first_line,
+                     fmt::format("iperf3 reported an error: {}", doc["error"].get<std::string>()));
   }
   Iperf3Result result;
   result.notes = std::move(notes);
@@ -151,16 +156,19 @@ Iperf3Result from_document(const nlohmann::json& doc, std::vector<std::string> n
   return result;
 }
 
-Iperf3Result from_stream(std::string_view /*text*/, const std::vector<std::pair<int, nlohmann::json>>& events) {
-  nlohmann::json doc = {{"start", nlohmann::json::object()}, {"intervals", nlohmann::json::array()},
+Iperf3Result from_stream(std::string_view /*text*/,
+                         const std::vector<std::pair<int, nlohmann::json>>& events) {
+  nlohmann::json doc = {{"start", nlohmann::json::object()},
+                        {"intervals", nlohmann::json::array()},
                         {"end", nlohmann::json::object()}};
   int first_line = events.empty() ? 0 : events.front().first;
   for (const auto& [line, event] : events) {
     std::string name = event.value("event", "");
     const auto& data = event.contains("data") ? event["data"] : nlohmann::json();
     if (name == "error") {
-      throw ParseError(kTool, line, fmt::format("iperf3 reported an error: {}",
-                                                data.is_string() ? data.get<std::string>() : data.dump()));
+      throw ParseError(kTool, line,
+                       fmt::format("iperf3 reported an error: {}",
+                                   data.is_string() ? data.get<std::string>() : data.dump()));
     }
     if (name == "start") {
       doc["start"] = data;
@@ -215,7 +223,8 @@ Iperf3Result parse_iperf3(std::string_view text) {
     return parse_iperf3_unchecked(text);
   } catch (const nlohmann::json::exception& e) {
     // Valid JSON of the wrong shape (a number where iperf3 writes an object): not a result.
-    throw ParseError(kTool, 0, fmt::format("the JSON does not have iperf3's structure ({})", e.what()));
+    throw ParseError(kTool, 0,
+                     fmt::format("the JSON does not have iperf3's structure ({})", e.what()));
   }
 }
 
@@ -236,19 +245,23 @@ Iperf3Result parse_iperf3_unchecked(std::string_view text) {
   }
   if (begin == std::string_view::npos) {
     auto lines = text_lines(text);
-    std::string said = lines.empty() ? "the output is empty" : fmt::format("it says: {}", lines.front());
-    throw ParseError(kTool, 0, fmt::format("no JSON result found (was iperf3 run with -J?); {}", said));
+    std::string said =
+        lines.empty() ? "the output is empty" : fmt::format("it says: {}", lines.front());
+    throw ParseError(kTool, 0,
+                     fmt::format("no JSON result found (was iperf3 run with -J?); {}", said));
   }
   std::vector<std::string> notes = text_lines(text.substr(0, begin));
   std::size_t end = object_end(text, begin);
   if (end == std::string_view::npos) {
-    throw ParseError(kTool, line_of(text, begin), "the JSON result is cut short (no closing brace)");
+    throw ParseError(kTool, line_of(text, begin),
+                     "the JSON result is cut short (no closing brace)");
   }
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(replace_non_finite(text.substr(begin, end - begin)));
   } catch (const nlohmann::json::parse_error& e) {
-    throw ParseError(kTool, line_of(text, begin), fmt::format("the JSON result is not valid: {}", e.what()));
+    throw ParseError(kTool, line_of(text, begin),
+                     fmt::format("the JSON result is not valid: {}", e.what()));
   }
   if (doc.contains("event")) {
     std::vector<std::pair<int, nlohmann::json>> events;
@@ -264,9 +277,11 @@ Iperf3Result parse_iperf3_unchecked(std::string_view text) {
       }
       try {
         events.emplace_back(line_of(text, object_begin),
-                            nlohmann::json::parse(replace_non_finite(text.substr(object_begin, object_finish - object_begin))));
+                            nlohmann::json::parse(replace_non_finite(
+                                text.substr(object_begin, object_finish - object_begin))));
       } catch (const nlohmann::json::parse_error&) {
-        throw ParseError(kTool, line_of(text, object_begin), "a --json-stream event is not valid JSON");
+        throw ParseError(kTool, line_of(text, object_begin),
+                         "a --json-stream event is not valid JSON");
       }
       pos = object_finish;
     }

@@ -24,8 +24,8 @@ struct Iperf3Result {
   std::optional<double> lost_percent;  // UDP
   std::optional<double> cpu_host_percent;
   std::optional<double> cpu_remote_percent;
-  int intervals = 0;          // measured intervals
-  int omitted_intervals = 0;  // warm-up (-O) intervals, not part of the result
+  int intervals = 0;               // measured intervals
+  int omitted_intervals = 0;       // warm-up (-O) intervals, not part of the result
   std::vector<std::string> notes;  // text around the JSON: warnings and trailing error lines
 
   // The figure a user means by "the bandwidth": what arrived at the receiver.

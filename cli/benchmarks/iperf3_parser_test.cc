@@ -104,10 +104,12 @@ TEST_CASE("JSON without results names the missing part and the trailing error") 
 
 TEST_CASE("JSON of the wrong shape is a parse error, not a crash") {
   // Found by the fuzzer: a number where iperf3 writes an object.
-  CHECK_THROWS_WITH(ernic::parse_iperf3("{\"start\": 5, \"end\": {\"sum\": {\"bits_per_second\": 1}}}"),
-                    Contains("does not have iperf3's structure"));
+  CHECK_THROWS_WITH(
+      ernic::parse_iperf3("{\"start\": 5, \"end\": {\"sum\": {\"bits_per_second\": 1}}}"),
+      Contains("does not have iperf3's structure"));
   CHECK_THROWS_AS(ernic::parse_iperf3("{\"start\": {}, \"intervals\": [7], \"end\": {}}"),
                   ernic::ParseError);
-  CHECK_THROWS_AS(ernic::parse_iperf3("{\"start\": {\"test_start\": []}, \"end\": {\"sum_sent\": 3}}"),
-                  ernic::ParseError);
+  CHECK_THROWS_AS(
+      ernic::parse_iperf3("{\"start\": {\"test_start\": []}, \"end\": {\"sum_sent\": 3}}"),
+      ernic::ParseError);
 }

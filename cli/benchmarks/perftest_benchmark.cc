@@ -279,7 +279,8 @@ class PerftestBenchmark final : public Benchmark {
               fact(facts, "perf_socket")};
       // The load generator's out-of-band listener defaults to loopback; a server reached over a
       // test network (an SSH host attached to an instance) listens on its test address.
-      if (server_address.empty() && point.server != nullptr && point.server->address() != "127.0.0.1") {
+      if (server_address.empty() && point.server != nullptr &&
+          point.server->address() != "127.0.0.1") {
         argv.insert(argv.end(), {"--bind", point.server->address()});
       }
     } else {

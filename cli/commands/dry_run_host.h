@@ -13,7 +13,9 @@ class DryRunHost final : public Host {
   DryRunHost(std::string name, std::string address)
       : name_(std::move(name)), address_(std::move(address)) {}
   const std::string& name() const override { return name_; }
-  std::string address() const override { return address_.empty() ? "<" + name_ + " address>" : address_; }
+  std::string address() const override {
+    return address_.empty() ? "<" + name_ + " address>" : address_;
+  }
   std::string describe() const override { return name_; }
   std::unique_ptr<RunningCommand> start(const CommandSpec&, OutputSink*) override { refuse(); }
   void upload(std::string_view, const std::string&, int) override { refuse(); }

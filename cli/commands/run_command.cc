@@ -6,14 +6,14 @@
 #include "benchmarks/parser.h"
 #include "commands/commands.h"
 #include "commands/dry_run_host.h"
-#include "emulators/emulator_kind.h"
 #include "common/interrupt.h"
 #include "common/units.h"
+#include "emulators/emulator_kind.h"
 #include "history/history_file.h"
 #include "history/record.h"
 #include "plan/plan.h"
-#include "run_summary.h"
 #include "run/executor.h"
+#include "run_summary.h"
 #include "scenario/scenario_loader.h"
 #include "setup/setup_step.h"
 
@@ -29,14 +29,15 @@ struct RunFlags {
   std::string output = "text";
 };
 
-std::optional<Scenario> load_or_report(const std::string& file, const std::vector<std::string>& sets) {
+std::optional<Scenario> load_or_report(const std::string& file,
+                                       const std::vector<std::string>& sets) {
   LoadResult loaded = load_scenario(file, sets);
   for (const auto& diagnostic : loaded.diagnostics) {
     std::cerr << diagnostic.format() << "\n";
   }
   if (!loaded.diagnostics.empty()) {
-    std::cerr << fmt::format("{}: {} error{}; nothing was started\n", file, loaded.diagnostics.size(),
-                             loaded.diagnostics.size() == 1 ? "" : "s");
+    std::cerr << fmt::format("{}: {} error{}; nothing was started\n", file,
+                             loaded.diagnostics.size(), loaded.diagnostics.size() == 1 ? "" : "s");
   }
   return std::move(loaded.scenario);
 }
@@ -56,8 +57,11 @@ void print_dry_run(const Scenario& scenario, const Plan& plan) {
                  addresses[i].empty() ? "address known once up" : addresses[i]);
       hosts[specs[i].name] = std::make_unique<DryRunHost>(specs[i].name, addresses[i]);
     }
-    ProviderContext context{.run_dir = "runs/DRY-RUN", .run_token = "XXXXXX", .scenario = scenario.root,
-                            .cleanup = nullptr, .status = nullptr};
+    ProviderContext context{.run_dir = "runs/DRY-RUN",
+                            .run_token = "XXXXXX",
+                            .scenario = scenario.root,
+                            .cleanup = nullptr,
+                            .status = nullptr};
     for (const auto& line : provider->describe(specs, context)) {
       fmt::print("    $ {}\n", line);
     }
@@ -140,7 +144,8 @@ void print_summary_table(const nlohmann::json& summary, const Plan& plan) {
       std::string headline = tool.headline_metric(plan.points[i].params);
       for (const auto& metric : tool.metrics()) {
         if (metric.name == headline && point["median"].contains(metric.name)) {
-          result = fmt::format("{} {:.4g} {}", metric.name, point["median"][metric.name].get<double>(), metric.unit);
+          result = fmt::format("{} {:.4g} {}", metric.name,
+                               point["median"][metric.name].get<double>(), metric.unit);
         }
       }
     } else if (!point["reason"].is_null()) {
@@ -177,7 +182,7 @@ int run(const RunFlags& flags) {
   }
   RunOptions options;
   options.runs_dir = flags.runs_dir;
-  options.keep = flags.keep == "always"      ? KeepPolicy::kAlways
+  options.keep = flags.keep == "always"       ? KeepPolicy::kAlways
                  : flags.keep == "on-failure" ? KeepPolicy::kOnFailure
                                               : KeepPolicy::kNever;
   auto status = make_status(flags.output == "json");
@@ -200,7 +205,8 @@ int run(const RunFlags& flags) {
     std::ofstream(result.run_dir / "summary.md") << reports::render_markdown_summary(record);
     std::ofstream(result.run_dir / "junit.xml") << reports::render_junit(record);
   }
-  if (const char* step_summary = std::getenv("GITHUB_STEP_SUMMARY"); step_summary && *step_summary) {
+  if (const char* step_summary = std::getenv("GITHUB_STEP_SUMMARY");
+      step_summary && *step_summary) {
     std::ofstream(step_summary, std::ios::app) << reports::render_markdown_summary(record) << "\n";
   }
   std::string history_path;
@@ -237,12 +243,17 @@ int run(const RunFlags& flags) {
 
 void register_run_command(CLI::App& app, CommandContext& context) {
   auto flags = std::make_shared<RunFlags>();
-  CLI::App* cmd = app.add_subcommand("run", "Run a scenario: hosts, setup, every benchmark point; "
-                                            "append the results to the history");
-  cmd->add_option("scenario", flags->scenario, "Scenario YAML file")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--set", flags->sets, "Override a key: key.path=value (YAML value; list items "
-                                        "by index or name), repeatable");
-  cmd->add_flag("--dry-run", flags->dry_run, "Print the expanded plan with every command; start nothing");
+  CLI::App* cmd = app.add_subcommand("run",
+                                     "Run a scenario: hosts, setup, every benchmark point; "
+                                     "append the results to the history");
+  cmd->add_option("scenario", flags->scenario, "Scenario YAML file")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--set", flags->sets,
+                  "Override a key: key.path=value (YAML value; list items "
+                  "by index or name), repeatable");
+  cmd->add_flag("--dry-run", flags->dry_run,
+                "Print the expanded plan with every command; start nothing");
   cmd->add_option("--runs-dir", flags->runs_dir, "Where run directories go")->capture_default_str();
   cmd->add_option("--keep", flags->keep, "Leave hosts up afterwards: never, on-failure, always")
       ->check(CLI::IsMember({"never", "on-failure", "always"}))
@@ -256,8 +267,9 @@ void register_run_command(CLI::App& app, CommandContext& context) {
 void register_validate_command(CLI::App& app, CommandContext& context) {
   auto file = std::make_shared<std::string>();
   auto sets = std::make_shared<std::vector<std::string>>();
-  CLI::App* cmd = app.add_subcommand("validate", "Check a scenario without running anything "
-                                                 "(exit 0 when valid, 2 when not)");
+  CLI::App* cmd = app.add_subcommand("validate",
+                                     "Check a scenario without running anything "
+                                     "(exit 0 when valid, 2 when not)");
   cmd->add_option("scenario", *file, "Scenario YAML file")->required();
   cmd->add_option("--set", *sets, "Override a key as `run --set` does");
   cmd->callback([file, sets, &context] {
@@ -273,8 +285,9 @@ void register_validate_command(CLI::App& app, CommandContext& context) {
 }
 
 void register_parse_command(CLI::App& app, CommandContext& context) {
-  CLI::App* cmd = app.add_subcommand("parse", "Print what ernicctl reads from a tool's output, as JSON "
-                                              "(exit 2 with the reason when it holds no result)");
+  CLI::App* cmd = app.add_subcommand("parse",
+                                     "Print what ernicctl reads from a tool's output, as JSON "
+                                     "(exit 2 with the reason when it holds no result)");
   cmd->require_subcommand(1);
   for (const auto& parser : all_parsers()) {
     auto file = std::make_shared<std::string>();

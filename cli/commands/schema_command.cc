@@ -6,7 +6,8 @@
 namespace ernic {
 
 void register_schema_command(CLI::App& app, CommandContext& /*context*/) {
-  CLI::App* cmd = app.add_subcommand("schema", "Print the scenario JSON Schema (scenarios/schema.json)");
+  CLI::App* cmd =
+      app.add_subcommand("schema", "Print the scenario JSON Schema (scenarios/schema.json)");
   cmd->callback([] { std::cout << scenario_json_schema().dump(2) << "\n"; });
 }
 

@@ -37,7 +37,9 @@ void note_request(int signal_number) {
   }
 }
 
-void on_signal(int signal_number) { note_request(signal_number); }
+void on_signal(int signal_number) {
+  note_request(signal_number);
+}
 
 }  // namespace
 
@@ -53,11 +55,17 @@ void Interrupt::install() {
   ::signal(SIGPIPE, SIG_IGN);
 }
 
-int Interrupt::count() { return g_count.load(); }
+int Interrupt::count() {
+  return g_count.load();
+}
 
-int Interrupt::first_signal() { return g_first_signal.load(); }
+int Interrupt::first_signal() {
+  return g_first_signal.load();
+}
 
-int Interrupt::wake_fd() { return wake_descriptor(); }
+int Interrupt::wake_fd() {
+  return wake_descriptor();
+}
 
 void Interrupt::request() {
   wake_descriptor();

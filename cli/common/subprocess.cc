@@ -22,7 +22,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int open_pidfd(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+int open_pidfd(pid_t pid) {
+  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+}
 
 int poll_timeout_ms(Clock::time_point deadline) {
   if (deadline == Clock::time_point::max()) {
@@ -154,9 +156,8 @@ std::unique_ptr<Subprocess> Subprocess::spawn(const SpawnOptions& options,
   process->on_output_ = std::move(on_output);
   int out_fd = out_pipe[0];
   int err_fd = err_pipe[0];
-  process->reader_ = std::thread([p = process.get(), out_fd, err_fd] {
-    p->read_output(out_fd, err_fd);
-  });
+  process->reader_ =
+      std::thread([p = process.get(), out_fd, err_fd] { p->read_output(out_fd, err_fd); });
   return process;
 }
 

@@ -115,7 +115,8 @@ std::optional<std::chrono::nanoseconds> parse_duration(std::string_view text) {
   double last_unit = std::numeric_limits<double>::infinity();
   while (!text.empty()) {
     std::size_t i = 0;
-    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
+    while (i < text.size() &&
+           (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
       ++i;
     }
     if (i == 0) {

@@ -16,7 +16,8 @@ TEST_CASE("sizes parse with binary and decimal units") {
 }
 
 TEST_CASE("nonsense sizes are rejected") {
-  for (const char* bad : {"", "KiB", "-4KiB", "4 parsecs", "1.5", "0.3B", "1e3", "4KiB4", "99999999999TiB"}) {
+  for (const char* bad :
+       {"", "KiB", "-4KiB", "4 parsecs", "1.5", "0.3B", "1e3", "4KiB4", "99999999999TiB"}) {
     INFO(bad);
     CHECK_FALSE(ernic::parse_size(bad).has_value());
   }

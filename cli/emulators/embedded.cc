@@ -23,7 +23,8 @@ std::string random_token() {
 
 class RunningEmbedded final : public RunningEmulator {
  public:
-  explicit RunningEmbedded(std::shared_ptr<emu::Supervisor> supervisor) : supervisor_(std::move(supervisor)) {}
+  explicit RunningEmbedded(std::shared_ptr<emu::Supervisor> supervisor)
+      : supervisor_(std::move(supervisor)) {}
   std::string check_alive() override { return supervisor_->check_alive(); }
   int instance_count() const override { return static_cast<int>(supervisor_->instances().size()); }
   HostFacts facts_for(int instance) const override {
@@ -70,18 +71,29 @@ class EmbeddedEmulator final : public EmulatorKind {
     static const ObjectSchema schema{
         .description = "",
         .fields = {
-            {.name = "instances", .kind = ValueKind::kInteger,
-             .description = "Instances: one manager, the rest workers", .default_text = "2",
-             .minimum = 1, .maximum = 64},
-            {.name = "mesh_port", .kind = ValueKind::kInteger,
-             .description = "Manager's mesh port; 0 picks a free one", .default_text = "0",
-             .minimum = 0, .maximum = 65535},
-            {.name = "bind", .kind = ValueKind::kIpv4, .description = "Mesh address",
+            {.name = "instances",
+             .kind = ValueKind::kInteger,
+             .description = "Instances: one manager, the rest workers",
+             .default_text = "2",
+             .minimum = 1,
+             .maximum = 64},
+            {.name = "mesh_port",
+             .kind = ValueKind::kInteger,
+             .description = "Manager's mesh port; 0 picks a free one",
+             .default_text = "0",
+             .minimum = 0,
+             .maximum = 65535},
+            {.name = "bind",
+             .kind = ValueKind::kIpv4,
+             .description = "Mesh address",
              .default_text = "127.0.0.1"},
-            {.name = "token", .kind = ValueKind::kString,
+            {.name = "token",
+             .kind = ValueKind::kString,
              .description = "Mesh token; a random one per run by default"},
-            {.name = "log_level", .kind = ValueKind::kEnum,
-             .enum_values = {"none", "error", "warn", "info", "debug"}, .default_text = "info"},
+            {.name = "log_level",
+             .kind = ValueKind::kEnum,
+             .enum_values = {"none", "error", "warn", "info", "debug"},
+             .default_text = "info"},
             {.name = "ready_timeout", .kind = ValueKind::kDuration, .default_text = "30s"},
         }};
     return schema;
@@ -100,7 +112,8 @@ class EmbeddedEmulator final : public EmulatorKind {
     }
     return lines;
   }
-  std::unique_ptr<RunningEmulator> start(const YAML::Node& config, EmulatorContext& context) override {
+  std::unique_ptr<RunningEmulator> start(const YAML::Node& config,
+                                         EmulatorContext& context) override {
     emu::SupervisorConfig settings;
     settings.executable = own_executable();
     settings.instances = instance_count(config);
@@ -109,23 +122,26 @@ class EmbeddedEmulator final : public EmulatorKind {
     settings.bind = config["bind"] ? config["bind"].Scalar() : "127.0.0.1";
     settings.log_level = config["log_level"] ? config["log_level"].Scalar() : "info";
     // Sockets need a short path (108 bytes); logs and stats are copied into the run directory.
-    settings.dir = std::filesystem::temp_directory_path() / fmt::format("ernic-{}", context.run_token);
+    settings.dir =
+        std::filesystem::temp_directory_path() / fmt::format("ernic-{}", context.run_token);
     std::filesystem::create_directories(settings.dir);
     auto kept = context.run_dir / "emulator";
-    context.cleanup->push(fmt::format("remove {}", settings.dir.string()), [dir = settings.dir, kept] {
-      std::filesystem::create_directories(kept);
-      for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-        auto extension = entry.path().extension();
-        if (extension == ".log" || extension == ".stats") {
-          std::filesystem::copy_file(entry.path(), kept / entry.path().filename(),
-                                     std::filesystem::copy_options::overwrite_existing);
-        }
-      }
-      std::filesystem::remove_all(dir);
-    });
+    context.cleanup->push(
+        fmt::format("remove {}", settings.dir.string()), [dir = settings.dir, kept] {
+          std::filesystem::create_directories(kept);
+          for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+            auto extension = entry.path().extension();
+            if (extension == ".log" || extension == ".stats") {
+              std::filesystem::copy_file(entry.path(), kept / entry.path().filename(),
+                                         std::filesystem::copy_options::overwrite_existing);
+            }
+          }
+          std::filesystem::remove_all(dir);
+        });
     // Shared with the cleanup action, so the instances are stopped even if start() throws.
     auto supervisor = std::make_shared<emu::Supervisor>();
-    context.cleanup->push("stop the embedded emulator instances", [supervisor] { supervisor->stop(); });
+    context.cleanup->push("stop the embedded emulator instances",
+                          [supervisor] { supervisor->stop(); });
     supervisor->start(settings);
     return std::make_unique<RunningEmbedded>(supervisor);
   }

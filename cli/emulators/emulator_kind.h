@@ -49,7 +49,8 @@ class EmulatorKind {
   virtual std::vector<std::string> describe(const YAML::Node& config) const = 0;
   // Starts the instances and waits until they are ready; pushes their stop onto the cleanup
   // stack. Returns null for `none`.
-  virtual std::unique_ptr<RunningEmulator> start(const YAML::Node& config, EmulatorContext& context) = 0;
+  virtual std::unique_ptr<RunningEmulator> start(const YAML::Node& config,
+                                                 EmulatorContext& context) = 0;
 };
 
 const std::vector<EmulatorKind*>& all_emulator_kinds();

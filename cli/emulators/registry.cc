@@ -1,5 +1,5 @@
-#include "emulators/emulator_kind.h"
 #include "emulators/registry.h"
+#include "emulators/emulator_kind.h"
 
 namespace ernic {
 namespace {
@@ -16,7 +16,9 @@ class NoEmulator final : public EmulatorKind {
   }
   int instance_count(const YAML::Node&) const override { return 0; }
   std::vector<std::string> describe(const YAML::Node&) const override { return {}; }
-  std::unique_ptr<RunningEmulator> start(const YAML::Node&, EmulatorContext&) override { return nullptr; }
+  std::unique_ptr<RunningEmulator> start(const YAML::Node&, EmulatorContext&) override {
+    return nullptr;
+  }
 };
 
 }  // namespace

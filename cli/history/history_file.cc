@@ -100,8 +100,8 @@ HistoryContents read_unlocked(const std::filesystem::path& path) {
             fmt::format("{}:{}: not a JSON object; skipped", path.string(), number));
       }
     } catch (const nlohmann::json::parse_error& e) {
-      contents.warnings.push_back(fmt::format("{}:{}: not valid JSON ({}); skipped",
-                                              path.string(), number, e.what()));
+      contents.warnings.push_back(
+          fmt::format("{}:{}: not valid JSON ({}); skipped", path.string(), number, e.what()));
     }
     contents.lines.push_back(std::move(line));
   }

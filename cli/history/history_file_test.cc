@@ -42,8 +42,12 @@ TEST_CASE("a corrupt line is reported with its number, skipped, and kept by rewr
   auto path = temp_history("corrupt.jsonl");
   {
     std::ofstream out(path);
-    out << R"({"run_id":"1"})" << "\n" << R"({"run_id": "2", "trunc)" << "\n"
-        << R"({"run_id":"3"})" << "\n";
+    out << R"({"run_id":"1"})"
+        << "\n"
+        << R"({"run_id": "2", "trunc)"
+        << "\n"
+        << R"({"run_id":"3"})"
+        << "\n";
   }
   auto contents = ernic::read_history(path);
   REQUIRE(contents.warnings.size() == 1);
@@ -70,7 +74,9 @@ TEST_CASE("an append after a torn last line keeps the new record whole") {
   auto path = temp_history("torn.jsonl");
   {
     std::ofstream out(path);
-    out << R"({"run_id":"1"})" << "\n" << R"({"run_id":"2)";
+    out << R"({"run_id":"1"})"
+        << "\n"
+        << R"({"run_id":"2)";
   }
   ernic::append_history_record(path, json{{"run_id", "3"}});
   auto contents = ernic::read_history(path);

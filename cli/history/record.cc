@@ -111,8 +111,8 @@ nlohmann::json build_history_record(const Scenario& scenario, const RunResult& r
     json metrics_info = json::object();
     std::map<std::string, std::vector<double>> values;
     for (const auto& metric : point.tool->metrics()) {
-      metrics_info[metric.name] = {{"unit", metric.unit},
-                                   {"better", metric.better == Better::kHigher ? "higher" : "lower"}};
+      metrics_info[metric.name] = {
+          {"unit", metric.unit}, {"better", metric.better == Better::kHigher ? "higher" : "lower"}};
     }
     json samples = json::array();
     for (const auto& sample : result.samples) {
@@ -169,7 +169,8 @@ nlohmann::json build_history_record(const Scenario& scenario, const RunResult& r
   }
   json ab_pairs = json::array();
   for (const auto& pair : scenario.ab_pairs) {
-    ab_pairs.push_back({{"name", pair.name}, {"a", pair.a}, {"b", pair.b}, {"metric", pair.metric}});
+    ab_pairs.push_back(
+        {{"name", pair.name}, {"a", pair.a}, {"b", pair.b}, {"metric", pair.metric}});
   }
   json series = json::object();
   for (const auto& [name, by_size] : figures.series) {

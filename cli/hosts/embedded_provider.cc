@@ -19,20 +19,24 @@ class EmbeddedProvider final : public HostProvider {
     static const ObjectSchema schema{.description = "", .fields = {}};
     return schema;
   }
-  void check(const std::vector<HostSpec>& hosts, const YAML::Node& scenario, const std::string& file,
-             Diagnostics& out) const override {
-    std::string kind = scenario["emulator"] && scenario["emulator"]["kind"] ? scenario["emulator"]["kind"].Scalar() : "none";
+  void check(const std::vector<HostSpec>& hosts, const YAML::Node& scenario,
+             const std::string& file, Diagnostics& out) const override {
+    std::string kind = scenario["emulator"] && scenario["emulator"]["kind"]
+                           ? scenario["emulator"]["kind"].Scalar()
+                           : "none";
     for (const auto& host : hosts) {
       if (!host.config["instance"]) {
-        out.push_back(diagnostic_at(host.config, file, "instance",
-                                    fmt::format("embedded host {} needs `instance: N`, the emulator "
-                                                "instance it is attached to",
-                                                host.name)));
+        out.push_back(
+            diagnostic_at(host.config, file, "instance",
+                          fmt::format("embedded host {} needs `instance: N`, the emulator "
+                                      "instance it is attached to",
+                                      host.name)));
       } else if (kind != "embedded") {
-        out.push_back(diagnostic_at(host.config["instance"], file, "instance",
-                                    fmt::format("embedded host {} needs `emulator: {{kind: embedded}}`, "
-                                                "the scenario has kind {}",
-                                                host.name, kind)));
+        out.push_back(
+            diagnostic_at(host.config["instance"], file, "instance",
+                          fmt::format("embedded host {} needs `emulator: {{kind: embedded}}`, "
+                                      "the scenario has kind {}",
+                                      host.name, kind)));
       }
     }
   }
@@ -44,7 +48,8 @@ class EmbeddedProvider final : public HostProvider {
     }
     return addresses;
   }
-  std::vector<std::string> describe(const std::vector<HostSpec>&, const ProviderContext&) const override {
+  std::vector<std::string> describe(const std::vector<HostSpec>&,
+                                    const ProviderContext&) const override {
     return {};
   }
   std::vector<std::unique_ptr<Host>> create(const std::vector<HostSpec>& hosts,

@@ -521,7 +521,7 @@ void LibvirtProvider::check(const std::vector<HostSpec>& hosts, const YAML::Node
 }
 
 std::vector<std::string> LibvirtProvider::planned_addresses(const std::vector<HostSpec>& hosts,
-                                                           const YAML::Node& scenario) const {
+                                                            const YAML::Node& scenario) const {
   auto run = parse_libvirt_run(scenario);
   if (run.dhcp) {
     return std::vector<std::string>(hosts.size());

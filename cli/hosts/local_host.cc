@@ -139,6 +139,8 @@ std::string LocalHost::check_alive() {
   return "";
 }
 
-bool LocalHost::has_program(const std::string& program) { return program_in_path(program); }
+bool LocalHost::has_program(const std::string& program) {
+  return program_in_path(program);
+}
 
 }  // namespace ernic

@@ -24,7 +24,8 @@ class LocalProvider final : public HostProvider {
     }
     return addresses;
   }
-  std::vector<std::string> describe(const std::vector<HostSpec>&, const ProviderContext&) const override {
+  std::vector<std::string> describe(const std::vector<HostSpec>&,
+                                    const ProviderContext&) const override {
     return {};
   }
   std::vector<std::unique_ptr<Host>> create(const std::vector<HostSpec>& hosts,

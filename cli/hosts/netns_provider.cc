@@ -114,16 +114,17 @@ class NetnsProvider final : public HostProvider {
     return addresses;
   }
 
-  void check(const std::vector<HostSpec>& hosts, const YAML::Node& scenario, const std::string& file,
-             Diagnostics& out) const override {
+  void check(const std::vector<HostSpec>& hosts, const YAML::Node& scenario,
+             const std::string& file, Diagnostics& out) const override {
     std::string cidr = subnet_of(scenario);
     Subnet subnet = parse_subnet(cidr);
     std::uint64_t capacity = (1ull << (32 - subnet.length)) - 2;
     YAML::Node where = scenario["netns"] ? scenario["netns"]["subnet"] : scenario["hosts"];
     if (hosts.size() > capacity) {
-      out.push_back(diagnostic_at(where, file, "netns.subnet",
-                                  fmt::format("subnet {} has room for {} hosts, the scenario has {}",
-                                              cidr, capacity, hosts.size())));
+      out.push_back(
+          diagnostic_at(where, file, "netns.subnet",
+                        fmt::format("subnet {} has room for {} hosts, the scenario has {}", cidr,
+                                    capacity, hosts.size())));
     }
     const YAML::Node& link = scenario["netns"] ? scenario["netns"]["link"] : YAML::Node();
     if (link && link.Scalar() == "veth" && hosts.size() != 2) {
@@ -139,13 +140,14 @@ class NetnsProvider final : public HostProvider {
       in_addr address{};
       ::inet_pton(AF_INET, addresses[i].c_str(), &address);
       if ((ntohl(address.s_addr) & mask) != subnet.base) {
-        out.push_back(diagnostic_at(hosts[i].config["address"], file, "address",
-                                    fmt::format("{} is outside the netns subnet {}", addresses[i], cidr)));
+        out.push_back(
+            diagnostic_at(hosts[i].config["address"], file, "address",
+                          fmt::format("{} is outside the netns subnet {}", addresses[i], cidr)));
       }
       if (!seen.insert(addresses[i]).second) {
-        out.push_back(diagnostic_at(hosts[i].config, file, "address",
-                                    fmt::format("address {} of host {} is used twice", addresses[i],
-                                                hosts[i].name)));
+        out.push_back(diagnostic_at(
+            hosts[i].config, file, "address",
+            fmt::format("address {} of host {} is used twice", addresses[i], hosts[i].name)));
       }
     }
   }
@@ -184,8 +186,8 @@ class NetnsProvider final : public HostProvider {
     auto addresses = planned_addresses(hosts, context.scenario);
     std::vector<std::unique_ptr<Host>> created;
     for (std::size_t i = 0; i < hosts.size(); ++i) {
-      created.push_back(std::make_unique<LocalHost>(hosts[i].name, addresses[i],
-                                                    namespace_name(context.run_token, hosts[i].name)));
+      created.push_back(std::make_unique<LocalHost>(
+          hosts[i].name, addresses[i], namespace_name(context.run_token, hosts[i].name)));
     }
     return created;
   }
@@ -229,7 +231,8 @@ class NetnsProvider final : public HostProvider {
       }
     }
     for (std::size_t i = 0; i < hosts.size(); ++i) {
-      steps.push_back({"ip", "-n", names[i], "addr", "add", addresses[i] + "/" + length, "dev", "eth1"});
+      steps.push_back(
+          {"ip", "-n", names[i], "addr", "add", addresses[i] + "/" + length, "dev", "eth1"});
       steps.push_back({"ip", "-n", names[i], "link", "set", "eth1", "up"});
     }
     return steps;

@@ -19,7 +19,8 @@ ProcessCommand::ProcessCommand(const CommandSpec& spec, OutputSink* sink,
                                const std::string& netns_path, bool interruptible)
     : started_(Clock::now()), interruptible_(interruptible) {
   own_deadline_ = spec.timeout.count() > 0 ? started_ + spec.timeout : Clock::time_point::max();
-  SpawnOptions options{.argv = spec.argv, .env = spec.env, .netns_path = netns_path, .stdin_file = ""};
+  SpawnOptions options{
+      .argv = spec.argv, .env = spec.env, .netns_path = netns_path, .stdin_file = ""};
   Subprocess::OutputCallback callback;
   if (sink != nullptr) {
     callback = [sink](bool is_stderr, std::string_view data) {
@@ -39,7 +40,9 @@ bool ProcessCommand::wait_for_output(const std::regex& pattern, Clock::time_poin
   return process_->wait_for_line(pattern, std::min(deadline, own_deadline_));
 }
 
-bool ProcessCommand::running() { return process_->running(); }
+bool ProcessCommand::running() {
+  return process_->running();
+}
 
 CommandResult ProcessCommand::wait(Clock::time_point deadline) {
   switch (process_->wait_until(std::min(deadline, own_deadline_), interruptible_)) {

@@ -26,8 +26,8 @@ struct HostSpec {
 
 struct ProviderContext {
   std::filesystem::path run_dir;
-  std::string run_token;   // short, unique per run: names namespaces, domains, bridges
-  YAML::Node scenario;     // the resolved scenario, for top-level provider settings
+  std::string run_token;  // short, unique per run: names namespaces, domains, bridges
+  YAML::Node scenario;    // the resolved scenario, for top-level provider settings
   CleanupStack* cleanup = nullptr;
   Status* status = nullptr;
 };

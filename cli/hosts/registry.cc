@@ -6,11 +6,8 @@ namespace ernic {
 
 const std::vector<HostProvider*>& all_host_providers() {
   static const std::vector<HostProvider*> providers = {
-      &local_provider(),
-      &netns_provider(),
-      &embedded_provider(),
-      &ssh_host_provider(),
-      &libvirt_provider(),
+      &local_provider(),    &netns_provider(),   &embedded_provider(),
+      &ssh_host_provider(), &libvirt_provider(),
   };
   return providers;
 }

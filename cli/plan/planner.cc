@@ -136,8 +136,8 @@ Plan make_plan(const Scenario& scenario) {
       point.params = std::move(params);
       std::uint16_t base = entry.base_port != 0 ? entry.base_port : kFirstPort;
       // A fresh port per point: no waiting for the previous server's port to be freed.
-      point.port = static_cast<std::uint16_t>(
-          entry.base_port != 0 ? base + within_entry : base + point.index);
+      point.port = static_cast<std::uint16_t>(entry.base_port != 0 ? base + within_entry
+                                                                   : base + point.index);
       ++within_entry;
       plan.points.push_back(std::move(point));
     }

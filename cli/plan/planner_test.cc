@@ -10,7 +10,8 @@ hosts: [{name: a, provider: local}, {name: b, provider: local}]
 benchmarks:
   - {name: t, tool: iperf3, server: a, client: b, params: {protocol: [tcp, udp], reverse: [false, true], duration: 1s}}
   - {name: u, tool: iperf3, server: a, client: b, port: 31000, params: {parallel: [1, 2, 4]}}
-)", "m.yaml", {});
+)",
+                                          "m.yaml", {});
   REQUIRE(loaded.diagnostics.empty());
   auto plan = ernic::make_plan(*loaded.scenario);
   REQUIRE(plan.points.size() == 7);
@@ -28,7 +29,8 @@ benchmarks:
 TEST_CASE("size ranges expand by their factor and lists keep their order") {
   ernic::ObjectSchema schema;
   schema.fields = {{.name = "size", .kind = ernic::ValueKind::kSize, .matrix = true}};
-  auto sweep = ernic::expand_params(YAML::Load("{size: {from: 4KiB, to: 8MiB, factor: 2}}"), schema);
+  auto sweep =
+      ernic::expand_params(YAML::Load("{size: {from: 4KiB, to: 8MiB, factor: 2}}"), schema);
   REQUIRE(sweep.size() == 12);
   CHECK(sweep.front().bytes("size") == 4096);
   CHECK(sweep.back().bytes("size") == 8388608);

@@ -4,7 +4,9 @@
 
 namespace ernic {
 
-CleanupStack::~CleanupStack() { run_all(); }
+CleanupStack::~CleanupStack() {
+  run_all();
+}
 
 void CleanupStack::push(std::string description, Action action) {
   std::lock_guard lock(mutex_);

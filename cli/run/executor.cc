@@ -3,11 +3,11 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <set>
-#include <condition_variable>
-#include <mutex>
 #include <stop_token>
 #include <thread>
 
@@ -57,8 +57,8 @@ std::string file_safe(const std::string& text) {
 std::filesystem::path make_run_dir(const std::filesystem::path& runs_dir, const std::string& name,
                                    std::string& run_name) {
   auto now = std::chrono::system_clock::now();
-  std::string base = fmt::format("{:%Y%m%dT%H%M%SZ}-{}",
-                                 std::chrono::floor<std::chrono::seconds>(now), name);
+  std::string base =
+      fmt::format("{:%Y%m%dT%H%M%SZ}-{}", std::chrono::floor<std::chrono::seconds>(now), name);
   std::filesystem::create_directories(runs_dir);
   for (int attempt = 1;; ++attempt) {
     run_name = attempt == 1 ? base : fmt::format("{}-{}", base, attempt);
@@ -68,8 +68,8 @@ std::filesystem::path make_run_dir(const std::filesystem::path& runs_dir, const 
       return dir;
     }
     if (error) {
-      throw std::runtime_error(fmt::format("cannot create run directory {}: {}", dir.string(),
-                                           error.message()));
+      throw std::runtime_error(
+          fmt::format("cannot create run directory {}: {}", dir.string(), error.message()));
     }
   }
 }
@@ -226,9 +226,10 @@ void Executor::start_emulator() {
   if (kind == nullptr || kind->instance_count(settings.config) == 0) {
     return;
   }
-  status_.phase(fmt::format("starting {} emulator instances ({})", kind->instance_count(settings.config),
-                            settings.kind));
-  EmulatorContext context{.run_dir = result_.run_dir, .run_token = run_token_, .cleanup = &cleanup_};
+  status_.phase(fmt::format("starting {} emulator instances ({})",
+                            kind->instance_count(settings.config), settings.kind));
+  EmulatorContext context{
+      .run_dir = result_.run_dir, .run_token = run_token_, .cleanup = &cleanup_};
   emulator_ = kind->start(settings.config, context);
 }
 
@@ -239,9 +240,10 @@ void Executor::attach_hosts_to_instances() {
     }
     int instance = spec.config["instance"].as<int>();
     if (!emulator_) {
-      throw std::runtime_error(fmt::format("host {} is attached to emulator instance {}, but the run "
-                                           "started no emulator",
-                                           spec.name, instance));
+      throw std::runtime_error(
+          fmt::format("host {} is attached to emulator instance {}, but the run "
+                      "started no emulator",
+                      spec.name, instance));
     }
     for (const auto& [key, value] : emulator_->facts_for(instance)) {
       facts_[spec.name][key] = value;
@@ -299,8 +301,9 @@ void Executor::check_programs() {
         }
         Host& h = host(host_name);
         if (!h.has_program(program.name)) {
-          throw std::runtime_error(fmt::format("{} is not installed on {}; install the Debian package {}",
-                                               program.name, h.describe(), program.debian_package));
+          throw std::runtime_error(
+              fmt::format("{} is not installed on {}; install the Debian package {}", program.name,
+                          h.describe(), program.debian_package));
         }
       }
     }
@@ -315,8 +318,10 @@ void Executor::apply_setup() {
       check_interrupt();
       Host& h = host(host_name);
       status_.phase(fmt::format("setup: {} on {}", entry.step, host_name));
-      StepLog log(result_.run_dir / "steps" / fmt::format("setup-{:02}-{}-{}.log", ++index, entry.step, file_safe(host_name)),
-                  fmt::format("setup step {} on {}", entry.step, h.describe()));
+      StepLog log(
+          result_.run_dir / "steps" /
+              fmt::format("setup-{:02}-{}-{}.log", ++index, entry.step, file_safe(host_name)),
+          fmt::format("setup step {} on {}", entry.step, h.describe()));
       try {
         step->apply(entry.config, h, facts_[host_name], log.sink("setup"));
       } catch (const SetupError& e) {
@@ -342,7 +347,8 @@ void Executor::collect_tool_versions() {
       try {
         Host& h = host(point.entry->client);
         auto version = h.run(CommandSpec{.argv = {"iperf3", "--version"},
-                                         .timeout = std::chrono::milliseconds(5000), .env = {}});
+                                         .timeout = std::chrono::milliseconds(5000),
+                                         .env = {}});
         std::string line = first_line(version.out);  // "iperf 3.12 (cJSON 1.7.15)"
         auto space = line.find(' ');
         result_.tool_versions["iperf3"] =
@@ -401,8 +407,8 @@ void Executor::run_points() {
         }
       }
     }
-    status_.point_finished(static_cast<int>(i), total, point.id, result.status == PointStatus::kPassed,
-                           outcome);
+    status_.point_finished(static_cast<int>(i), total, point.id,
+                           result.status == PointStatus::kPassed, outcome);
     if (result.status == PointStatus::kFailed) {
       // A failed point may be the tool's fault or the environment's; only the second stops the run.
       if (emulator_) {
@@ -476,7 +482,8 @@ bool Executor::run_repetition(const PlannedPoint& point, int repetition, PointRe
         if (ready.listening_port && context.server->is_listening(*ready.listening_port)) {
           is_ready = true;
         } else if (ready.output_line &&
-                   server->wait_for_output(*ready.output_line, Clock::now() + std::chrono::milliseconds(20))) {
+                   server->wait_for_output(*ready.output_line,
+                                           Clock::now() + std::chrono::milliseconds(20))) {
           is_ready = true;
         } else if (!server->running()) {
           CommandResult early = server->wait(Clock::now());
@@ -500,17 +507,20 @@ bool Executor::run_repetition(const PlannedPoint& point, int repetition, PointRe
       throw RunInterrupted();
     }
     if (server) {
-      server_result = server->wait(Clock::now() + (client.ok() ? kServerExitLimit : std::chrono::seconds(0)));
+      server_result =
+          server->wait(Clock::now() + (client.ok() ? kServerExitLimit : std::chrono::seconds(0)));
       log.result("server", *server_result);
     }
     point.tool->cleanup(context);
     if (client.timed_out) {
       return fail(fmt::format("client timed out after {}", format_duration(entry.timeout)));
     }
-    ParseOutcome outcome = point.tool->parse(server_result ? &*server_result : nullptr, client, context);
+    ParseOutcome outcome =
+        point.tool->parse(server_result ? &*server_result : nullptr, client, context);
     result.details = outcome.details;
     if (!outcome.ok) {
-      return fail(outcome.error.empty() ? fmt::format("client {}", client.describe()) : outcome.error);
+      return fail(outcome.error.empty() ? fmt::format("client {}", client.describe())
+                                        : outcome.error);
     }
     Sample sample;
     sample.repetition = repetition;

@@ -23,14 +23,16 @@ double seconds_since(Clock::time_point start) {
 class PlainStatus final : public Status {
  public:
   void phase(std::string_view what) override { line(fmt::format("{}", what)); }
-  void point_started(int index, int total, std::string_view id, int repetition, int repetitions) override {
+  void point_started(int index, int total, std::string_view id, int repetition,
+                     int repetitions) override {
     line(repetitions > 1 ? fmt::format("[{}/{}] {} (repetition {}/{})", index + 1, total, id,
                                        repetition, repetitions)
                          : fmt::format("[{}/{}] {}", index + 1, total, id));
   }
   void point_finished(int index, int total, std::string_view id, bool passed,
                       std::string_view outcome) override {
-    line(fmt::format("[{}/{}] {} {}: {}", index + 1, total, id, passed ? "passed" : "FAILED", outcome));
+    line(fmt::format("[{}/{}] {} {}: {}", index + 1, total, id, passed ? "passed" : "FAILED",
+                     outcome));
   }
   void warning(std::string_view text) override { line(fmt::format("warning: {}", text)); }
   void finish() override {}
@@ -57,7 +59,8 @@ class SmartTerminalStatus final : public Status {
     current_ = std::string(what);
     redraw();
   }
-  void point_started(int index, int total, std::string_view id, int repetition, int repetitions) override {
+  void point_started(int index, int total, std::string_view id, int repetition,
+                     int repetitions) override {
     std::lock_guard lock(mutex_);
     if (first_point_ == Clock::time_point()) {
       first_point_ = Clock::now();

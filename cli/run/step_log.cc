@@ -10,12 +10,14 @@ class StepLog::RoleSink final : public OutputSink {
  public:
   RoleSink(StepLog* log, std::string role) : log_(log), role_(std::move(role)) {}
   void on_output(OutputStream stream, std::string_view data) override {
-    log_->write_lines(role_, stream, data, stream == OutputStream::kStdout ? out_pending_ : err_pending_);
+    log_->write_lines(role_, stream, data,
+                      stream == OutputStream::kStdout ? out_pending_ : err_pending_);
   }
   void flush() {
     for (auto* pending : {&out_pending_, &err_pending_}) {
       if (!pending->empty()) {
-        log_->write_lines(role_, pending == &out_pending_ ? OutputStream::kStdout : OutputStream::kStderr,
+        log_->write_lines(role_,
+                          pending == &out_pending_ ? OutputStream::kStdout : OutputStream::kStderr,
                           "\n", *pending);
       }
     }
@@ -57,7 +59,8 @@ void StepLog::result(const std::string& role, const CommandResult& result) {
     }
   }
   std::lock_guard lock(mutex_);
-  out_ << fmt::format("# {} finished: {}, {}\n", role, result.describe(), format_duration(result.duration));
+  out_ << fmt::format("# {} finished: {}, {}\n", role, result.describe(),
+                      format_duration(result.duration));
   out_.flush();
 }
 
@@ -75,7 +78,8 @@ void StepLog::write_lines(const std::string& role, OutputStream stream, std::str
   std::size_t newline;
   const char* label = stream == OutputStream::kStdout ? "out" : "err";
   while ((newline = pending.find('\n', start)) != std::string::npos) {
-    out_ << role << ' ' << label << "| " << std::string_view(pending).substr(start, newline - start) << '\n';
+    out_ << role << ' ' << label << "| " << std::string_view(pending).substr(start, newline - start)
+         << '\n';
     start = newline + 1;
   }
   pending.erase(0, start);

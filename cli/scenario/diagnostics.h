@@ -9,8 +9,8 @@ namespace ernic {
 // editor can jump to it.
 struct Diagnostic {
   std::string file;
-  int line = 0;    // 1-based; 0 when unknown
-  int column = 0;  // 1-based
+  int line = 0;      // 1-based; 0 when unknown
+  int column = 0;    // 1-based
   std::string path;  // key path, e.g. "benchmarks[1].params.size"
   std::string message;
 

@@ -64,9 +64,9 @@ struct Scenario {
   std::vector<AbPair> ab_pairs;
   HistorySettings history;
 
-  YAML::Node root;           // the resolved document
-  std::string resolved_yaml; // as written into the run directory
-  std::string sha256;        // of resolved_yaml
+  YAML::Node root;            // the resolved document
+  std::string resolved_yaml;  // as written into the run directory
+  std::string sha256;         // of resolved_yaml
 
   const HostSpec* find_host(const std::string& host_name) const;
 };

@@ -49,11 +49,12 @@ const FieldSchema kNameField{.name = "name",
                              .description = "Unique name, used in logs and point ids",
                              .required = true};
 
-const FieldSchema kInstanceField{.name = "instance",
-                                 .kind = ValueKind::kInteger,
-                                 .description = "Emulator instance the host is attached to (1 = manager)",
-                                 .minimum = 1,
-                                 .maximum = 64};
+const FieldSchema kInstanceField{
+    .name = "instance",
+    .kind = ValueKind::kInteger,
+    .description = "Emulator instance the host is attached to (1 = manager)",
+    .minimum = 1,
+    .maximum = 64};
 
 std::vector<std::string> emulator_kind_names() {
   std::vector<std::string> names;
@@ -65,7 +66,8 @@ std::vector<std::string> emulator_kind_names() {
 
 ObjectSchema emulator_schema_for(const EmulatorKind* kind) {
   ObjectSchema schema;
-  schema.description = kind ? std::string(kind->description()) : "Emulator instances started for the run";
+  schema.description =
+      kind ? std::string(kind->description()) : "Emulator instances started for the run";
   schema.fields = {{.name = "kind",
                     .kind = ValueKind::kEnum,
                     .description = "Which emulator the run starts",
@@ -126,7 +128,9 @@ ObjectSchema benchmark_schema_for(const Benchmark* tool) {
        .description = "The benchmark module",
        .required = true,
        .enum_values = tool_names()},
-      {.name = "server", .kind = ValueKind::kString, .description = "Host that runs the server side"},
+      {.name = "server",
+       .kind = ValueKind::kString,
+       .description = "Host that runs the server side"},
       {.name = "client",
        .kind = ValueKind::kString,
        .description = "Host that runs the client side (the only side of single-host tools)",
@@ -170,14 +174,27 @@ ObjectSchema top_level_schema() {
   };
   ObjectSchema ab_pair{.description = "B/A comparison measured side by side", .fields = {}};
   ab_pair.fields = {kNameField,
-                    {.name = "a", .kind = ValueKind::kString, .description = "Baseline benchmark", .required = true},
-                    {.name = "b", .kind = ValueKind::kString, .description = "Candidate benchmark", .required = true},
-                    {.name = "metric", .kind = ValueKind::kString, .description = "Metric to compare", .required = true}};
+                    {.name = "a",
+                     .kind = ValueKind::kString,
+                     .description = "Baseline benchmark",
+                     .required = true},
+                    {.name = "b",
+                     .kind = ValueKind::kString,
+                     .description = "Candidate benchmark",
+                     .required = true},
+                    {.name = "metric",
+                     .kind = ValueKind::kString,
+                     .description = "Metric to compare",
+                     .required = true}};
 
   ObjectSchema schema;
   schema.description = "An ernicctl scenario (schema v1)";
   schema.fields = {
-      {.name = "version", .kind = ValueKind::kInteger, .description = "Schema version", .minimum = 1, .maximum = 1},
+      {.name = "version",
+       .kind = ValueKind::kInteger,
+       .description = "Schema version",
+       .minimum = 1,
+       .maximum = 1},
       {.name = "name",
        .kind = ValueKind::kString,
        .description = "Scenario name: letters, digits, '.', '_' and '-'",
@@ -189,22 +206,29 @@ ObjectSchema top_level_schema() {
        .default_text = "local"},
       // hosts, setup and benchmarks are checked entry by entry against the provider's, step's
       // and tool's own schema; these describe only the outer shape.
-      {.name = "hosts", .kind = ValueKind::kList, .description = "Hosts, each named, with a provider",
+      {.name = "hosts",
+       .kind = ValueKind::kList,
+       .description = "Hosts, each named, with a provider",
        .required = true},
       {.name = "setup", .kind = ValueKind::kList, .description = "Setup steps, in order"},
-      {.name = "benchmarks", .kind = ValueKind::kList, .description = "Benchmarks; matrix parameters expand into points",
+      {.name = "benchmarks",
+       .kind = ValueKind::kList,
+       .description = "Benchmarks; matrix parameters expand into points",
        .required = true},
       // Checked against the kind's own schema in check_entries.
-      {.name = "emulator", .kind = ValueKind::kObject, .description = "Emulator instances started for the run"},
+      {.name = "emulator",
+       .kind = ValueKind::kObject,
+       .description = "Emulator instances started for the run"},
       {.name = "history", .kind = ValueKind::kObject, .object = object(history)},
       {.name = "ab_pairs", .kind = ValueKind::kList, .object = object(ab_pair)},
   };
   for (const auto* provider : all_host_providers()) {
     if (const ObjectSchema* settings = provider->settings_schema()) {
-      schema.fields.push_back({.name = std::string(provider->name()),
-                               .kind = ValueKind::kObject,
-                               .description = fmt::format("Settings of the {} provider", provider->name()),
-                               .object = object(*settings)});
+      schema.fields.push_back(
+          {.name = std::string(provider->name()),
+           .kind = ValueKind::kObject,
+           .description = fmt::format("Settings of the {} provider", provider->name()),
+           .object = object(*settings)});
     }
   }
   return schema;
@@ -304,17 +328,20 @@ bool valid_scenario_name(const std::string& name) {
 void check_entries(const YAML::Node& root, const std::string& file, Diagnostics& out) {
   if (root["emulator"] && root["emulator"].IsMap()) {
     const YAML::Node& emulator = root["emulator"];
-    const EmulatorKind* kind = emulator["kind"] ? find_emulator_kind(scalar(emulator["kind"])) : nullptr;
+    const EmulatorKind* kind =
+        emulator["kind"] ? find_emulator_kind(scalar(emulator["kind"])) : nullptr;
     validate(emulator, emulator_schema_for(kind), file, "emulator", out);
     int instances = kind ? kind->instance_count(emulator) : 0;
     if (kind && root["hosts"] && root["hosts"].IsSequence()) {
       for (std::size_t i = 0; i < root["hosts"].size(); ++i) {
         const YAML::Node& instance = root["hosts"][i]["instance"];
-        if (instance && instance.IsScalar() && std::all_of(instance.Scalar().begin(), instance.Scalar().end(), ::isdigit) &&
+        if (instance && instance.IsScalar() &&
+            std::all_of(instance.Scalar().begin(), instance.Scalar().end(), ::isdigit) &&
             std::stoi(instance.Scalar()) > instances) {
-          out.push_back(diagnostic_at(instance, file, fmt::format("hosts[{}].instance", i),
-                                      fmt::format("the emulator has {} instance{}, there is no instance {}",
-                                                  instances, instances == 1 ? "" : "s", instance.Scalar())));
+          out.push_back(
+              diagnostic_at(instance, file, fmt::format("hosts[{}].instance", i),
+                            fmt::format("the emulator has {} instance{}, there is no instance {}",
+                                        instances, instances == 1 ? "" : "s", instance.Scalar())));
         }
       }
     }
@@ -334,7 +361,10 @@ void check_entries(const YAML::Node& root, const std::string& file, Diagnostics&
         // Without a known provider, check the keys every host has, so typos get suggestions.
         ObjectSchema generic;
         generic.fields = {kNameField,
-                          {.name = "provider", .kind = ValueKind::kEnum, .required = true, .enum_values = provider_names()},
+                          {.name = "provider",
+                           .kind = ValueKind::kEnum,
+                           .required = true,
+                           .enum_values = provider_names()},
                           {.name = "address", .kind = ValueKind::kIpv4},
                           kInstanceField};
         for (const auto* any : all_host_providers()) {
@@ -354,11 +384,16 @@ void check_entries(const YAML::Node& root, const std::string& file, Diagnostics&
     const YAML::Node& steps = root["setup"];
     for (std::size_t i = 0; i < steps.size(); ++i) {
       std::string path = fmt::format("setup[{}]", i);
-      const SetupStep* step = steps[i].IsMap() ? find_setup_step(scalar(steps[i]["step"])) : nullptr;
+      const SetupStep* step =
+          steps[i].IsMap() ? find_setup_step(scalar(steps[i]["step"])) : nullptr;
       if (step == nullptr) {
-        FieldSchema kind{.name = "step", .kind = ValueKind::kEnum, .required = true, .enum_values = step_names()};
+        FieldSchema kind{.name = "step",
+                         .kind = ValueKind::kEnum,
+                         .required = true,
+                         .enum_values = step_names()};
         if (!steps[i].IsMap()) {
-          out.push_back(diagnostic_at(steps[i], file, path, "expected a mapping with a 'step' key"));
+          out.push_back(
+              diagnostic_at(steps[i], file, path, "expected a mapping with a 'step' key"));
         } else if (!steps[i]["step"]) {
           out.push_back(diagnostic_at(steps[i], file, path, "missing required key 'step'"));
         } else {
@@ -374,7 +409,8 @@ void check_entries(const YAML::Node& root, const std::string& file, Diagnostics&
     for (std::size_t i = 0; i < benchmarks.size(); ++i) {
       std::string path = fmt::format("benchmarks[{}]", i);
       if (!benchmarks[i].IsMap()) {
-        out.push_back(diagnostic_at(benchmarks[i], file, path, "expected a mapping with name and tool"));
+        out.push_back(
+            diagnostic_at(benchmarks[i], file, path, "expected a mapping with name and tool"));
         continue;
       }
       validate(benchmarks[i], benchmark_schema_for(find_benchmark(scalar(benchmarks[i]["tool"]))),
@@ -422,8 +458,9 @@ void check_references(const YAML::Node& root, const std::string& file, Diagnosti
       std::string path = fmt::format("benchmarks[{}]", i);
       if (entry["name"] && entry["name"].IsScalar()) {
         if (!seen.insert(entry["name"].Scalar()).second) {
-          out.push_back(diagnostic_at(entry["name"], file, path + ".name",
-                                      fmt::format("benchmark '{}' is defined twice", entry["name"].Scalar())));
+          out.push_back(diagnostic_at(
+              entry["name"], file, path + ".name",
+              fmt::format("benchmark '{}' is defined twice", entry["name"].Scalar())));
         }
         benchmark_names.push_back(entry["name"].Scalar());
       }
@@ -530,8 +567,8 @@ Scenario build(const YAML::Node& root, const std::string& file) {
   }
   if (root["ab_pairs"]) {
     for (const auto& node : root["ab_pairs"]) {
-      scenario.ab_pairs.push_back({node["name"].Scalar(), node["a"].Scalar(), node["b"].Scalar(),
-                                   node["metric"].Scalar()});
+      scenario.ab_pairs.push_back(
+          {node["name"].Scalar(), node["a"].Scalar(), node["b"].Scalar(), node["metric"].Scalar()});
     }
   }
   if (const YAML::Node& history = root["history"]) {
@@ -619,16 +656,17 @@ LoadResult load_scenario_text(const std::string& text, const std::string& file,
   return result;
 }
 
-LoadResult load_scenario(const std::filesystem::path& file, const std::vector<std::string>& overrides) {
+LoadResult load_scenario(const std::filesystem::path& file,
+                         const std::vector<std::string>& overrides) {
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     LoadResult result;
-    result.diagnostics.push_back(Diagnostic{.file = file.string(),
-                                            .line = 0,
-                                            .column = 0,
-                                            .path = "",
-                                            .message = fmt::format("cannot read the scenario: {}",
-                                                                   std::strerror(errno))});
+    result.diagnostics.push_back(
+        Diagnostic{.file = file.string(),
+                   .line = 0,
+                   .column = 0,
+                   .path = "",
+                   .message = fmt::format("cannot read the scenario: {}", std::strerror(errno))});
     return result;
   }
   std::stringstream text;
@@ -646,7 +684,8 @@ nlohmann::json scenario_json_schema() {
     one["properties"]["provider"] = {{"const", std::string(provider->name())}};
     hosts.push_back(one);
   }
-  schema["properties"]["hosts"] = {{"type", "array"}, {"minItems", 1}, {"items", {{"oneOf", hosts}}}};
+  schema["properties"]["hosts"] = {
+      {"type", "array"}, {"minItems", 1}, {"items", {{"oneOf", hosts}}}};
   nlohmann::json steps = nlohmann::json::array();
   for (const auto* step : all_setup_steps()) {
     auto one = to_json_schema(step_schema_for(*step));
@@ -660,7 +699,8 @@ nlohmann::json scenario_json_schema() {
     one["properties"]["tool"] = {{"const", std::string(benchmark->tool())}};
     tools.push_back(one);
   }
-  schema["properties"]["benchmarks"] = {{"type", "array"}, {"minItems", 1}, {"items", {{"oneOf", tools}}}};
+  schema["properties"]["benchmarks"] = {
+      {"type", "array"}, {"minItems", 1}, {"items", {{"oneOf", tools}}}};
   nlohmann::json emulators = nlohmann::json::array();
   for (const auto* kind : all_emulator_kinds()) {
     auto one = to_json_schema(emulator_schema_for(kind));

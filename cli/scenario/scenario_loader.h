@@ -18,7 +18,8 @@ struct LoadResult {
 
 // Reads, overrides (`--set key.path=value`, value in YAML syntax; list items are addressed by
 // index or by their `name`), and validates a scenario. Reports every problem at once.
-LoadResult load_scenario(const std::filesystem::path& file, const std::vector<std::string>& overrides);
+LoadResult load_scenario(const std::filesystem::path& file,
+                         const std::vector<std::string>& overrides);
 // The same from text, for tests; `file` only names it in diagnostics.
 LoadResult load_scenario_text(const std::string& text, const std::string& file,
                               const std::vector<std::string>& overrides);

@@ -26,7 +26,8 @@ history:
   tracked_sizes: [4KiB, 1MiB]
 )";
 
-std::vector<std::string> errors_of(const std::string& text, const std::vector<std::string>& sets = {}) {
+std::vector<std::string> errors_of(const std::string& text,
+                                   const std::vector<std::string>& sets = {}) {
   auto result = ernic::load_scenario_text(text, "test.yaml", sets);
   std::vector<std::string> errors;
   for (const auto& d : result.diagnostics) {
@@ -78,8 +79,10 @@ benchmarks:
       "test.yaml:3:15: hosts[0].provder: unknown key 'provder'; did you mean 'provider'?",
       "test.yaml:4:25: hosts[1].provider: expected one of local, netns,",
       "test.yaml:9:13: benchmarks[0].client: no host named 'c'",
-      "test.yaml:10:5: benchmarks[0].repetitons: unknown key 'repetitons'; did you mean 'repetitions'?",
-      "test.yaml:11:14: benchmarks[0].timeout: expected a duration such as 10s, 500ms or 1m30s, found 'ten'",
+      "test.yaml:10:5: benchmarks[0].repetitons: unknown key 'repetitons'; did you mean "
+      "'repetitions'?",
+      "test.yaml:11:14: benchmarks[0].timeout: expected a duration such as 10s, 500ms or 1m30s, "
+      "found 'ten'",
       "test.yaml:12:30: benchmarks[0].params.protocol[1]: expected one of tcp, udp, found 'sctp'",
   };
   REQUIRE(errors.size() == expected.size());
@@ -99,13 +102,15 @@ history: {tracked_sizes: [4KiB, lots]}
   auto errors = errors_of(text);
   REQUIRE(errors.size() == 3);
   CHECK_THAT(errors[0], Contains("benchmarks[0].params.bitrate: expected a bit rate"));
-  CHECK_THAT(errors[1], Contains("benchmarks[0].params.length: expected a size such as 4096, 4KiB or 1MiB, found '4 parsecs'"));
+  CHECK_THAT(errors[1], Contains("benchmarks[0].params.length: expected a size such as 4096, 4KiB "
+                                 "or 1MiB, found '4 parsecs'"));
   CHECK_THAT(errors[2], Contains("history.tracked_sizes[1]: expected a size"));
 }
 
 TEST_CASE("structural mistakes are named") {
   CHECK(errors_of("- just\n- a list\n") ==
-        std::vector<std::string>{"test.yaml:1:1: expected a mapping with name, hosts and benchmarks at the top level"});
+        std::vector<std::string>{
+            "test.yaml:1:1: expected a mapping with name, hosts and benchmarks at the top level"});
   auto missing = errors_of("name: demo\n");
   REQUIRE(missing.size() == 2);
   CHECK_THAT(missing[0], Contains("missing required key 'hosts'"));
@@ -116,8 +121,10 @@ benchmarks: [{name: t, tool: iperf3, client: a}]
 )");
   REQUIRE(twice.size() == 2);
   CHECK_THAT(twice[0], Contains("host 'a' is defined twice"));
-  CHECK_THAT(twice[1], Contains("missing required key 'server': iperf3 runs a server and a client"));
-  CHECK_THAT(errors_of("name: 'bad name/x'\nhosts: [{name: a, provider: local}]\nbenchmarks: [{name: t, tool: iperf3, server: a, client: a}]\n")[0],
+  CHECK_THAT(twice[1],
+             Contains("missing required key 'server': iperf3 runs a server and a client"));
+  CHECK_THAT(errors_of("name: 'bad name/x'\nhosts: [{name: a, provider: local}]\nbenchmarks: "
+                       "[{name: t, tool: iperf3, server: a, client: a}]\n")[0],
              Contains("it names the run directory"));
 }
 
@@ -138,17 +145,22 @@ benchmarks: [{name: t, tool: iperf3, server: a, client: b}]
 
 TEST_CASE("--set overrides keys by path, list items by index or name") {
   auto result = ernic::load_scenario_text(
-      kValid, "test.yaml", {"benchmarks.tcp.repetitions=5", "benchmarks.0.timeout=1m", "runner=self-hosted"});
+      kValid, "test.yaml",
+      {"benchmarks.tcp.repetitions=5", "benchmarks.0.timeout=1m", "runner=self-hosted"});
   REQUIRE(result.diagnostics.empty());
   CHECK(result.scenario->benchmarks[0].repetitions == 5);
   CHECK(result.scenario->benchmarks[0].timeout == std::chrono::minutes(1));
   CHECK(result.scenario->runner == "self-hosted");
 
   CHECK(errors_of(kValid, {"benchmarks.nope.repetitions=5"}) ==
-        std::vector<std::string>{"--set: benchmarks.nope.repetitions: no list item 'nope' (give an index or an item's name)"});
-  CHECK(errors_of(kValid, {"nonsense"}) == std::vector<std::string>{"--set: nonsense: expected key.path=value"});
+        std::vector<std::string>{"--set: benchmarks.nope.repetitions: no list item 'nope' (give an "
+                                 "index or an item's name)"});
+  CHECK(errors_of(kValid, {"nonsense"}) ==
+        std::vector<std::string>{"--set: nonsense: expected key.path=value"});
   // An override is validated like the file itself.
   auto bad = errors_of(kValid, {"benchmarks.tcp.repetitions=many"});
   REQUIRE(bad.size() == 1);
-  CHECK_THAT(bad[0], Contains("benchmarks[0].repetitions: expected a whole number from 1 to 10000, found 'many'"));
+  CHECK_THAT(
+      bad[0],
+      Contains("benchmarks[0].repetitions: expected a whole number from 1 to 10000, found 'many'"));
 }

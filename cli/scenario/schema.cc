@@ -218,8 +218,8 @@ void validate_field(const YAML::Node& node, const FieldSchema& field, const std:
                     const std::string& path, Diagnostics& out) {
   if (field.kind == ValueKind::kObject) {
     if (!node.IsMap()) {
-      out.push_back(diagnostic_at(node, file, path,
-                                  fmt::format("expected a mapping, found {}", describe_found(node))));
+      out.push_back(diagnostic_at(
+          node, file, path, fmt::format("expected a mapping, found {}", describe_found(node))));
       return;
     }
     if (field.object) {  // without one, the caller checks the keys itself
@@ -237,9 +237,9 @@ void validate_field(const YAML::Node& node, const FieldSchema& field, const std:
       std::string item_path = fmt::format("{}[{}]", path, i);
       if (field.element == ValueKind::kObject) {
         if (!node[i].IsMap()) {
-          out.push_back(diagnostic_at(
-              node[i], file, item_path,
-              fmt::format("expected a mapping, found {}", describe_found(node[i]))));
+          out.push_back(
+              diagnostic_at(node[i], file, item_path,
+                            fmt::format("expected a mapping, found {}", describe_found(node[i]))));
         } else if (field.object) {  // without one, the caller checks items itself
           validate(node[i], *field.object, file, item_path, out);
         }
@@ -251,9 +251,9 @@ void validate_field(const YAML::Node& node, const FieldSchema& field, const std:
   }
   if (field.kind == ValueKind::kStringMap) {
     if (!node.IsMap()) {
-      out.push_back(diagnostic_at(node, file, path,
-                                  fmt::format("expected a mapping of names to values, found {}",
-                                              describe_found(node))));
+      out.push_back(diagnostic_at(
+          node, file, path,
+          fmt::format("expected a mapping of names to values, found {}", describe_found(node))));
       return;
     }
     for (auto it = node.begin(); it != node.end(); ++it) {
@@ -267,7 +267,8 @@ void validate_field(const YAML::Node& node, const FieldSchema& field, const std:
   }
   if (field.matrix && node.IsSequence()) {
     if (node.size() == 0) {
-      out.push_back(diagnostic_at(node, file, path, "expected at least one value, found an empty list"));
+      out.push_back(
+          diagnostic_at(node, file, path, "expected at least one value, found an empty list"));
     }
     for (std::size_t i = 0; i < node.size(); ++i) {
       if (auto message = check_scalar(node[i], field, field.kind); !message.empty()) {
@@ -322,7 +323,8 @@ void validate(const YAML::Node& node, const ObjectSchema& schema, const std::str
   }
   for (const auto& field : schema.fields) {
     if (field.required && !node[field.name]) {
-      out.push_back(diagnostic_at(node, file, path.empty() ? field.name : join_path(path, field.name),
+      out.push_back(diagnostic_at(node, file,
+                                  path.empty() ? field.name : join_path(path, field.name),
                                   fmt::format("missing required key '{}' ({})", field.name,
                                               expectation(field, field.kind))));
     }
@@ -349,9 +351,11 @@ nlohmann::json scalar_schema(const FieldSchema& field, ValueKind kind) {
       return {{"type", "boolean"}};
     case ValueKind::kSize:
       return {{"anyOf",
-               json::array({{{"type", "integer"}, {"minimum", 1}},
-                            {{"type", "string"},
-                             {"pattern", "^[0-9]+(\\.[0-9]+)?\\s*(B|K|k|KiB|M|MiB|G|GiB|T|TiB|kB|KB|MB|GB)?$"}}})}};
+               json::array(
+                   {{{"type", "integer"}, {"minimum", 1}},
+                    {{"type", "string"},
+                     {"pattern",
+                      "^[0-9]+(\\.[0-9]+)?\\s*(B|K|k|KiB|M|MiB|G|GiB|T|TiB|kB|KB|MB|GB)?$"}}})}};
     case ValueKind::kDuration:
       return {{"anyOf", json::array({{{"type", "number"}, {"exclusiveMinimum", 0}},
                                      {{"type", "string"},
@@ -377,10 +381,11 @@ nlohmann::json field_schema(const FieldSchema& field) {
   if (field.kind == ValueKind::kObject) {
     schema = field.object ? to_json_schema(*field.object) : nlohmann::json{{"type", "object"}};
   } else if (field.kind == ValueKind::kList) {
-    schema = {{"type", "array"},
-              {"items", field.element == ValueKind::kObject
-                            ? (field.object ? to_json_schema(*field.object) : nlohmann::json::object())
-                                                            : scalar_schema(field, field.element)}};
+    schema = {
+        {"type", "array"},
+        {"items", field.element == ValueKind::kObject
+                      ? (field.object ? to_json_schema(*field.object) : nlohmann::json::object())
+                      : scalar_schema(field, field.element)}};
   } else if (field.kind == ValueKind::kStringMap) {
     schema = {{"type", "object"},
               {"additionalProperties", {{"type", json::array({"string", "number", "boolean"})}}}};
@@ -388,11 +393,12 @@ nlohmann::json field_schema(const FieldSchema& field) {
     json one = scalar_schema(field, field.kind);
     json choices = json::array({one, {{"type", "array"}, {"minItems", 1}, {"items", one}}});
     if (field.kind == ValueKind::kSize) {
-      choices.push_back({{"type", "object"},
-                         {"required", json::array({"from", "to"})},
-                         {"additionalProperties", false},
-                         {"properties",
-                          {{"from", one}, {"to", one}, {"factor", {{"type", "integer"}, {"minimum", 2}}}}}});
+      choices.push_back(
+          {{"type", "object"},
+           {"required", json::array({"from", "to"})},
+           {"additionalProperties", false},
+           {"properties",
+            {{"from", one}, {"to", one}, {"factor", {{"type", "integer"}, {"minimum", 2}}}}}});
     }
     schema = {{"anyOf", choices}};
   } else {
@@ -418,7 +424,8 @@ nlohmann::json to_json_schema(const ObjectSchema& schema) {
       required.push_back(field.name);
     }
   }
-  nlohmann::json out = {{"type", "object"}, {"properties", properties}, {"additionalProperties", false}};
+  nlohmann::json out = {
+      {"type", "object"}, {"properties", properties}, {"additionalProperties", false}};
   if (!required.empty()) {
     out["required"] = required;
   }

@@ -39,12 +39,12 @@ struct FieldSchema {
   // A matrix field takes one value or a list of them; each value becomes its own point.
   // Matrix size fields also take a range {from, to, factor}.
   bool matrix = false;
-  std::vector<std::string> enum_values;  // kEnum
+  std::vector<std::string> enum_values;        // kEnum
   std::shared_ptr<const ObjectSchema> object;  // kObject, or the element of a kList of objects
-  ValueKind element = ValueKind::kObject;       // kList
-  std::string default_text;                     // shown in docs and the JSON Schema
-  long long minimum = 0;                        // kInteger
-  long long maximum = 0;                        // kInteger; 0 = no maximum
+  ValueKind element = ValueKind::kObject;      // kList
+  std::string default_text;                    // shown in docs and the JSON Schema
+  long long minimum = 0;                       // kInteger
+  long long maximum = 0;                       // kInteger; 0 = no maximum
 };
 
 struct ObjectSchema {

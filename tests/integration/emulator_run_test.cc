@@ -109,10 +109,17 @@ TEST_CASE("quickstart runs the embedded emulator sweep and records every point")
 TEST_CASE("an emulator instance that dies mid-point stops the run within seconds") {
   auto dir = fresh_dir("emulator-death");
   auto history = dir / "history.jsonl";
-  std::vector<std::string> argv = {ERNIC_BINARY, "run", kQuickstart, "--runs-dir", (dir / "runs").string(),
-                                   "--set", "history.path=" + history.string(), "--set",
+  std::vector<std::string> argv = {ERNIC_BINARY,
+                                   "run",
+                                   kQuickstart,
+                                   "--runs-dir",
+                                   (dir / "runs").string(),
+                                   "--set",
+                                   "history.path=" + history.string(),
+                                   "--set",
                                    "benchmarks.bw.params.iterations=20000"};
-  auto process = ernic::Subprocess::spawn({.argv = argv, .env = {}, .netns_path = "", .stdin_file = ""}, {});
+  auto process =
+      ernic::Subprocess::spawn({.argv = argv, .env = {}, .netns_path = "", .stdin_file = ""}, {});
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   REQUIRE(process->wait_for_line(std::regex(R"(\[1/78\] bw)"), deadline));
   pid_t worker = 0;
@@ -122,7 +129,8 @@ TEST_CASE("an emulator instance that dies mid-point stops the run within seconds
   REQUIRE(worker != 0);
   REQUIRE(::kill(worker, SIGKILL) == 0);
   auto killed = std::chrono::steady_clock::now();
-  REQUIRE(process->wait_until(killed + std::chrono::seconds(20), false) == ernic::Subprocess::WaitEnd::kExited);
+  REQUIRE(process->wait_until(killed + std::chrono::seconds(20), false) ==
+          ernic::Subprocess::WaitEnd::kExited);
   process->finish_output();
   INFO(process->stderr_text());
   CHECK(std::chrono::steady_clock::now() - killed < std::chrono::seconds(10));
@@ -130,7 +138,8 @@ TEST_CASE("an emulator instance that dies mid-point stops the run within seconds
   json record = last_record(history);
   const json& run = record["ernicctl"];
   CHECK(run["status"] == "failed");
-  CHECK_THAT(run["error"].get<std::string>(), Contains("instance 2 (worker") && Contains("last log lines"));
+  CHECK_THAT(run["error"].get<std::string>(),
+             Contains("instance 2 (worker") && Contains("last log lines"));
   CHECK(run["points"][77]["status"] == "skipped");
   CHECK(processes_mentioning("ernic-" + run["run_token"].get<std::string>()) == 0);
 }

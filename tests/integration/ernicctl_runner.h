@@ -18,7 +18,8 @@ inline Invocation run_ernicctl(const std::vector<std::string>& args,
                                std::chrono::seconds limit = std::chrono::seconds(120)) {
   std::vector<std::string> argv = {ERNIC_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
-  auto process = ernic::Subprocess::spawn({.argv = argv, .env = env, .netns_path = "", .stdin_file = ""}, {});
+  auto process =
+      ernic::Subprocess::spawn({.argv = argv, .env = env, .netns_path = "", .stdin_file = ""}, {});
   if (process->wait_until(std::chrono::steady_clock::now() + limit, false) !=
       ernic::Subprocess::WaitEnd::kExited) {
     process->terminate(std::chrono::milliseconds(2000));
@@ -57,7 +58,8 @@ inline int count_processes(const std::string& name) {
 }
 
 inline std::filesystem::path fresh_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("ernic-it-" + name + "-" + std::to_string(::getpid()));
+  auto dir = std::filesystem::temp_directory_path() /
+             ("ernic-it-" + name + "-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

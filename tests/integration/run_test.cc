@@ -33,9 +33,10 @@ TEST_CASE("an iperf3 scenario runs end to end and appends a history line with ev
   auto dir = fresh_dir("quickstart");
   auto before = namespaces();
   auto history = dir / "history.jsonl";
-  auto result = run_ernicctl({"run", kIperf3Scenario, "--runs-dir", (dir / "runs").string(), "--set",
-                              "history.path=" + history.string(), "--set", "benchmarks.tcp.params.duration=1s",
-                              "--set", "benchmarks.udp.params.duration=1s", "--output", "json"});
+  auto result = run_ernicctl({"run", kIperf3Scenario, "--runs-dir", (dir / "runs").string(),
+                              "--set", "history.path=" + history.string(), "--set",
+                              "benchmarks.tcp.params.duration=1s", "--set",
+                              "benchmarks.udp.params.duration=1s", "--output", "json"});
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
   auto summary = json::parse(result.out);
@@ -75,10 +76,19 @@ TEST_CASE("Ctrl-C in the middle of a point tears everything down and exits 130")
   auto dir = fresh_dir("sigint");
   auto before = namespaces();
   auto history = dir / "history.jsonl";
-  std::vector<std::string> argv = {ERNIC_BINARY, "run", kIperf3Scenario, "--runs-dir", (dir / "runs").string(),
-                                   "--set", "history.path=" + history.string(), "--set",
-                                   "benchmarks.tcp.params.duration=30s", "--set", "benchmarks.tcp.timeout=60s"};
-  auto process = ernic::Subprocess::spawn({.argv = argv, .env = {}, .netns_path = "", .stdin_file = ""}, {});
+  std::vector<std::string> argv = {ERNIC_BINARY,
+                                   "run",
+                                   kIperf3Scenario,
+                                   "--runs-dir",
+                                   (dir / "runs").string(),
+                                   "--set",
+                                   "history.path=" + history.string(),
+                                   "--set",
+                                   "benchmarks.tcp.params.duration=30s",
+                                   "--set",
+                                   "benchmarks.tcp.timeout=60s"};
+  auto process =
+      ernic::Subprocess::spawn({.argv = argv, .env = {}, .netns_path = "", .stdin_file = ""}, {});
   // The first point is running once its iperf3 client is.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   REQUIRE(process->wait_for_line(std::regex(R"(\[1/3\] tcp)"), deadline));
@@ -119,10 +129,10 @@ TEST_CASE("a failing point is recorded with its reason and the run goes on") {
   auto history = dir / "history.jsonl";
   // A UDP point whose server binds an address that is not on the host: it fails; the TCP points
   // around it still run.
-  auto result = run_ernicctl({"run", kIperf3Scenario, "--runs-dir", (dir / "runs").string(), "--set",
-                              "history.path=" + history.string(), "--set", "benchmarks.tcp.params.duration=1s",
-                              "--set", "benchmarks.udp.params.length=1GiB", "--set",
-                              "benchmarks.udp.params.duration=1s"});
+  auto result = run_ernicctl(
+      {"run", kIperf3Scenario, "--runs-dir", (dir / "runs").string(), "--set",
+       "history.path=" + history.string(), "--set", "benchmarks.tcp.params.duration=1s", "--set",
+       "benchmarks.udp.params.length=1GiB", "--set", "benchmarks.udp.params.duration=1s"});
   CHECK(result.exit_code == 1);
   auto records = history_records(history);
   REQUIRE(records.size() == 1);
@@ -146,10 +156,13 @@ TEST_CASE("validate and parse report problems with exit status 2") {
   CHECK(good.exit_code == 0);
   CHECK_THAT(good.out, Contains("valid: 2 hosts, 0 setup steps, 3 points"));
 
-  auto parsed = run_ernicctl({"parse", "iperf3", std::string(ERNIC_SAMPLES_DIR) + "/iperf3_netns.client.json"});
+  auto parsed = run_ernicctl(
+      {"parse", "iperf3", std::string(ERNIC_SAMPLES_DIR) + "/iperf3_netns.client.json"});
   CHECK(parsed.exit_code == 0);
-  CHECK(json::parse(parsed.out)["receiver_bits_per_second"].get<double>() == Approx(18220499782.902214));
-  auto failed = run_ernicctl({"parse", "iperf3", std::string(ERNIC_SAMPLES_DIR) + "/iperf3_error_no_server.client.json"});
+  CHECK(json::parse(parsed.out)["receiver_bits_per_second"].get<double>() ==
+        Approx(18220499782.902214));
+  auto failed = run_ernicctl(
+      {"parse", "iperf3", std::string(ERNIC_SAMPLES_DIR) + "/iperf3_error_no_server.client.json"});
   CHECK(failed.exit_code == 2);
   CHECK_THAT(failed.err, Contains("Connection refused"));
 }
@@ -169,10 +182,11 @@ TEST_CASE("the dry run prints every command and starts nothing") {
   auto before = namespaces();
   auto result = run_ernicctl({"run", kIperf3Scenario, "--dry-run"});
   CHECK(result.exit_code == 0);
-  CHECK_THAT(result.out, Contains("ip -n ernic-XXXXXX-server link add eth1 type veth peer name eth1 "
-                                  "netns ernic-XXXXXX-client") &&
-                             Contains("client on client: iperf3 -c 10.77.0.1 -p 20001 -J -t 2 -b 0 "
-                                      "--connect-timeout 5000 -R"));
+  CHECK_THAT(result.out,
+             Contains("ip -n ernic-XXXXXX-server link add eth1 type veth peer name eth1 "
+                      "netns ernic-XXXXXX-client") &&
+                 Contains("client on client: iperf3 -c 10.77.0.1 -p 20001 -J -t 2 -b 0 "
+                          "--connect-timeout 5000 -R"));
   CHECK(namespaces() == before);
 }
 
@@ -180,17 +194,25 @@ TEST_CASE("a host that disappears mid-run stops the run at once instead of faili
   auto dir = fresh_dir("gone");
   auto before = namespaces();
   auto history = dir / "history.jsonl";
-  std::vector<std::string> argv = {ERNIC_BINARY, "run", kIperf3Scenario, "--runs-dir", (dir / "runs").string(),
-                                   "--set", "history.path=" + history.string(), "--set",
+  std::vector<std::string> argv = {ERNIC_BINARY,
+                                   "run",
+                                   kIperf3Scenario,
+                                   "--runs-dir",
+                                   (dir / "runs").string(),
+                                   "--set",
+                                   "history.path=" + history.string(),
+                                   "--set",
                                    "benchmarks.tcp.params.duration=2s"};
-  auto process = ernic::Subprocess::spawn({.argv = argv, .env = {}, .netns_path = "", .stdin_file = ""}, {});
+  auto process =
+      ernic::Subprocess::spawn({.argv = argv, .env = {}, .netns_path = "", .stdin_file = ""}, {});
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   REQUIRE(process->wait_for_line(std::regex(R"(\[1/3\] tcp)"), deadline));
   // Remove the client's namespace behind ernicctl's back.
   std::string client_ns;
   while (client_ns.empty() && std::chrono::steady_clock::now() < deadline) {
     for (const auto& name : namespaces()) {
-      if (name.rfind("ernic-", 0) == 0 && name.size() > 7 && name.substr(name.size() - 7) == "-client" &&
+      if (name.rfind("ernic-", 0) == 0 && name.size() > 7 &&
+          name.substr(name.size() - 7) == "-client" &&
           std::find(before.begin(), before.end(), name) == before.end()) {
         client_ns = name;
       }

@@ -122,8 +122,8 @@ TEST_CASE("ernicctl run drives the embedded emulator's load generator over SSH",
     CHECK(point["status"] == "passed");
     CHECK(point["commands"]["client"].get<std::string>().find(" perf ") != std::string::npos);
   }
-  CHECK(points[0]["commands"]["server"].get<std::string>().find("--bind " + TwoSshGuests::kOneTest) !=
-        std::string::npos);
+  CHECK(points[0]["commands"]["server"].get<std::string>().find(
+            "--bind " + TwoSshGuests::kOneTest) != std::string::npos);
   CHECK(record["series"]["bandwidth"]["65536"].get<double>() > 0);
 }
 
