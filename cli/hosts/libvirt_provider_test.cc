@@ -19,6 +19,7 @@
 #include "hosts/libvirt_connection.h"
 #include "hosts/libvirt_readiness.h"
 #include "image/local_process.h"
+#include "private_home.h"
 #include "run/cleanup_stack.h"
 
 namespace ernic {
@@ -102,7 +103,8 @@ struct LoopbackSshd {
         address, (dir / "host_key").string(), (dir / "sshd.pid").string(),
         (dir / "authorized_keys").string());
     SpawnOptions options;
-    options.argv = {"/usr/sbin/sshd", "-D", "-e", "-f", (dir / "sshd_config").string()};
+    options.argv = testing::with_private_home(
+        dir / "home", {"/usr/sbin/sshd", "-D", "-e", "-f", (dir / "sshd_config").string()});
     process = Subprocess::spawn(options, nullptr);
     for (int attempt = 0; attempt < 100; ++attempt) {
       if (probe_ssh_banner(address, 22, std::chrono::milliseconds(500)).empty()) {

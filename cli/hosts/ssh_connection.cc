@@ -568,21 +568,7 @@ std::shared_ptr<SshExecChannel> SshConnection::exec(const std::string& command, 
     }
     set_timeout(session_, limit);
     auto started = Clock::now();
-    auto fail = [&](const char* what) {
-      std::string error = ssh_get_error(session_);
-      bool no_answer = Clock::now() - started >= limit - std::chrono::milliseconds(20);
-      set_timeout(session_, options_.alive_timeout);
-      if (no_answer) {
-        lose_locked(
-            fmt::format("{}: the host did not answer within {}", who(), seconds_text(limit)));
-        return SshError(lost_);
-      }
-      if ((ssh_get_status(session_) & (SSH_CLOSED | SSH_CLOSED_ERROR)) != 0) {
-        lose_locked(fmt::format("{}: connection lost: {}", who(), error));
-        return SshError(lost_);
-      }
-      return SshError(fmt::format("{}: {}: {}", who(), what, error));
-    };
+    auto fail = [&](const char* what) { return failure_locked(what, started, limit); };
     ssh_channel raw = ssh_channel_new(session_);
     if (raw == nullptr) {
       throw fail("cannot create a channel");
@@ -614,6 +600,46 @@ std::shared_ptr<SshExecChannel> SshConnection::exec(const std::string& command, 
   }
   wake();
   return channel;
+}
+
+SshError SshConnection::failure_locked(const char* what, Clock::time_point started,
+                                       std::chrono::milliseconds limit) {
+  std::string error = ssh_get_error(session_);
+  bool no_answer = Clock::now() - started >= limit - std::chrono::milliseconds(20);
+  set_timeout(session_, options_.alive_timeout);
+  if (no_answer) {
+    lose_locked(fmt::format("{}: the host did not answer within {}", who(), seconds_text(limit)));
+    return SshError(lost_);
+  }
+  if ((ssh_get_status(session_) & (SSH_CLOSED | SSH_CLOSED_ERROR)) != 0) {
+    lose_locked(fmt::format("{}: connection lost: {}", who(), error));
+    return SshError(lost_);
+  }
+  return SshError(fmt::format("{}: {}: {}", who(), what, error));
+}
+
+void SshConnection::ping(std::chrono::milliseconds limit) {
+  std::lock_guard lock(mutex_);
+  if (!lost_.empty()) {
+    throw SshError(lost_);
+  }
+  set_timeout(session_, limit);
+  auto started = Clock::now();
+  ssh_channel raw = ssh_channel_new(session_);
+  if (raw == nullptr) {
+    throw failure_locked("cannot create a channel", started, limit);
+  }
+  // Opening a session channel is answered by sshd itself: a round trip that starts no process
+  // on the host, so probing during a measurement does not disturb it.
+  int rc = ssh_channel_open_session(raw);
+  if (rc != SSH_OK) {
+    SshError error = failure_locked("cannot open a channel", started, limit);
+    ssh_channel_free(raw);
+    throw error;
+  }
+  ssh_channel_close(raw);
+  ssh_channel_free(raw);
+  set_timeout(session_, options_.alive_timeout);
 }
 
 void SshConnection::write(SshExecChannel& channel, std::string_view data, bool last) {
@@ -691,14 +717,15 @@ void SshExecChannel::on_data(std::string_view data, bool is_stderr) {
     on_data(passed_on, true);
     return;
   }
+  // The sink hears first: whoever wakes up on the line below finds it in the step log already.
+  if (sink_ != nullptr && !data.empty()) {
+    sink_->on_output(is_stderr ? OutputStream::kStderr : OutputStream::kStdout, data);
+  }
   {
     std::lock_guard lock(mutex_);
     (is_stderr ? outcome_.err : outcome_.out).append(data);
   }
   changed_.notify_all();
-  if (sink_ != nullptr && !data.empty()) {
-    sink_->on_output(is_stderr ? OutputStream::kStderr : OutputStream::kStdout, data);
-  }
 }
 
 void SshExecChannel::on_exit_status(int status) {

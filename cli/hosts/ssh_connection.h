@@ -140,6 +140,10 @@ class SshConnection : public std::enable_shared_from_this<SshConnection> {
   std::shared_ptr<SshExecChannel> exec(const std::string& command, OutputSink* sink,
                                        bool announces_pid, std::chrono::milliseconds timeout = {});
 
+  // One round trip to the server within `limit`; when it goes unanswered the connection is
+  // declared lost. Throws SshError with the reason.
+  void ping(std::chrono::milliseconds limit);
+
   // Empty while usable; otherwise why the connection is gone.
   std::string lost_reason();
   // Marks the connection gone (e.g. a probe went unanswered) and ends every channel.
@@ -156,6 +160,10 @@ class SshConnection : public std::enable_shared_from_this<SshConnection> {
   void io_loop();
   void wake();
   void lose_locked(const std::string& reason);
+  // The error for a failed channel request started at `started`; an unanswered one (it used up
+  // `limit`) or a closed session loses the connection.
+  SshError failure_locked(const char* what, Clock::time_point started,
+                          std::chrono::milliseconds limit);
   void release(SshExecChannel& channel);
   void write(SshExecChannel& channel, std::string_view data, bool last);
 

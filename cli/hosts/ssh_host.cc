@@ -225,14 +225,7 @@ std::string SshHost::check_alive() {
     return lost;
   }
   try {
-    auto started = Clock::now();
-    auto limit = options_.alive_timeout;
-    auto probe = connection_->exec("true", nullptr, false, limit);
-    if (!probe->wait_closed(started + limit)) {
-      connection_->declare_lost(fmt::format("{}: the host did not answer within {}",
-                                            connection_->who(),
-                                            to_text(std::chrono::nanoseconds(limit))));
-    }
+    connection_->ping(options_.alive_timeout);
   } catch (const SshError& error) {
     if (std::string lost = connection_->lost_reason(); !lost.empty()) {
       return lost;

@@ -27,6 +27,9 @@ namespace {
 constexpr auto kServerReadyLimit = std::chrono::seconds(30);
 // How long a server may take to exit after its client finished.
 constexpr auto kServerExitLimit = std::chrono::seconds(5);
+// How often hosts are asked whether they still answer while points run. An SSH host's answer is
+// one round trip to its sshd (no process starts on it), so this costs the measurement nothing.
+constexpr auto kHostCheckInterval = std::chrono::seconds(1);
 
 class RunInterrupted : public std::runtime_error {
  public:
@@ -370,23 +373,31 @@ std::string Executor::environment_gone() {
 }
 
 void Executor::run_points() {
-  // An emulator instance that dies must stop the run within seconds, also in the middle of a
-  // point: the watchdog wakes every wait the way Ctrl-C does.
-  std::jthread watchdog;
-  if (emulator_) {
-    watchdog = std::jthread([this](std::stop_token stop) {
-      std::mutex mutex;
-      std::condition_variable_any wake;
-      std::unique_lock lock(mutex);
-      while (!stop.stop_requested()) {
+  // A dead emulator instance or a host that stopped answering must stop the run within seconds,
+  // also in the middle of a point (a client talking to a frozen server would otherwise wait for
+  // the point's timeout): the watchdog wakes every wait the way Ctrl-C does.
+  std::jthread watchdog([this](std::stop_token stop) {
+    std::mutex mutex;
+    std::condition_variable_any wake;
+    std::unique_lock lock(mutex);
+    auto next_host_check = Clock::now() + kHostCheckInterval;
+    while (!stop.stop_requested()) {
+      if (emulator_) {
         if (auto dead = emulator_->check_alive(); !dead.empty()) {
           Interrupt::abort(fmt::format("emulator {}", dead));
           return;
         }
-        wake.wait_for(lock, stop, std::chrono::milliseconds(250), [] { return false; });
       }
-    });
-  }
+      if (Clock::now() >= next_host_check) {
+        if (auto gone = environment_gone(); !gone.empty()) {
+          Interrupt::abort(fmt::format("stopping: {}", gone));
+          return;
+        }
+        next_host_check = Clock::now() + kHostCheckInterval;
+      }
+      wake.wait_for(lock, stop, std::chrono::milliseconds(250), [] { return false; });
+    }
+  });
   int total = static_cast<int>(plan_.points.size());
   for (std::size_t i = 0; i < plan_.points.size(); ++i) {
     check_interrupt();

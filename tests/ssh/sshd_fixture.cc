@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "hosts/local_host.h"
+#include "private_home.h"
 
 extern char** environ;
 
@@ -262,8 +263,10 @@ SshdServer::SshdServer(SshdOptions options) : options_(std::move(options)) {
     if (!options_.netns.empty()) {
       argv = {"ip", "netns", "exec", options_.netns};
     }
-    argv.insert(argv.end(),
-                {"/usr/sbin/sshd", "-D", "-e", "-f", (directory_ / "sshd_config").string()});
+    std::vector<std::string> sshd = with_private_home(
+        directory_ / "home",
+        {"/usr/sbin/sshd", "-D", "-e", "-f", (directory_ / "sshd_config").string()});
+    argv.insert(argv.end(), sshd.begin(), sshd.end());
     int log_fd =
         open((directory_ / "sshd.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     pid_ = spawn(argv, log_fd);
