@@ -9,12 +9,14 @@
 #include "commands/doctor_command.h"
 #include "commands/image_command.h"
 #include "common/command_context.h"
+#include "common/version.h"
 #include "emulator_commands.h"
 #include "report_commands.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"ernicctl: runs, brings up and reports ERNIC emulated RDMA NIC scenarios"};
-  app.set_version_flag("--version", fmt::format("ernicctl {} ({})", ERNIC_VERSION, ERNIC_GIT_SHA));
+  app.set_version_flag(
+      "--version", fmt::format("ernicctl {} ({})", ernic::ernic_version(), ernic::ernic_git_sha()));
   app.require_subcommand(1);
   ernic::CommandContext context;
   ernic::register_run_command(app, context);

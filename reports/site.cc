@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "badges.h"
+#include "common/version.h"
 #include "markup.h"
 #include "output_files.h"
 #include "record_points.h"
@@ -128,7 +129,7 @@ class PageWriter {
     fmt::format_to(out_,
                    ". Rendered by ernicctl {} at {}. Each runner class has its own charts: runs "
                    "of different machines are never joined into one line.</p>\n",
-                   ERNIC_VERSION, now_utc());
+                   ernic_version(), now_utc());
     if (!classes.empty()) {
       out("<nav><p>Runner classes:");
       for (const auto& name : classes) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <random>
 
+#include "common/version.h"
 #include "emulators/registry.h"
 #include "supervisor.h"
 
@@ -54,7 +55,7 @@ class RunningEmbedded final : public RunningEmulator {
                            {"log", info.log.filename().string()},
                            {"stats", info.stats.filename().string()}});
     }
-    return {{"kind", "embedded"}, {"version", ERNIC_VERSION}, {"instances", instances}};
+    return {{"kind", "embedded"}, {"version", ernic_version()}, {"instances", instances}};
   }
 
  private:

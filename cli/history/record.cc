@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <thread>
 
+#include "common/version.h"
 #include "hosts/process_command.h"
 
 namespace ernic {
@@ -97,6 +99,23 @@ nlohmann::json capture_environment() {
           {"os", read_key("/etc/os-release", "PRETTY_NAME", '=')}};
 }
 
+RunAccelerator run_accelerator(const std::vector<HostRecord>& hosts) {
+  std::set<std::string> seen;
+  for (const auto& host : hosts) {
+    if (auto it = host.facts.find("accelerator"); it != host.facts.end()) {
+      seen.insert(it->second);
+    }
+  }
+  RunAccelerator result;
+  if (seen.size() == 1) {
+    result.name = *seen.begin();
+  } else if (seen.size() > 1) {
+    result.name = "mixed";
+  }
+  result.functional_only = seen.count("tcg") > 0;
+  return result;
+}
+
 nlohmann::json build_history_record(const Scenario& scenario, const RunResult& run) {
   using nlohmann::json;
   json environment = capture_environment();
@@ -181,10 +200,11 @@ nlohmann::json build_history_record(const Scenario& scenario, const RunResult& r
     badges[name] = value;
   }
   double duration = std::chrono::duration<double>(run.finished - run.started).count();
+  RunAccelerator accelerator = run_accelerator(run.hosts);
   json ernic = {
       {"schema", 1},
-      {"version", ERNIC_VERSION},
-      {"git_sha", ERNIC_GIT_SHA},
+      {"version", ernic_version()},
+      {"git_sha", ernic_git_sha()},
       {"status", to_string(run.status)},
       {"error", run.fatal_error.empty() ? json(nullptr) : json(run.fatal_error)},
       {"started", iso8601(run.started)},
@@ -197,8 +217,8 @@ nlohmann::json build_history_record(const Scenario& scenario, const RunResult& r
         {"path", scenario.file.string()},
         {"sha256", scenario.sha256},
         {"description", scenario.description}}},
-      {"accelerator", "none"},
-      {"functional_only", false},
+      {"accelerator", accelerator.name},
+      {"functional_only", accelerator.functional_only},
       {"environment", environment},
       {"hosts", hosts},
       {"tools", run.tool_versions},
