@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <regex>
 #include <string>
@@ -93,6 +94,9 @@ class Host {
   virtual std::string check_alive() = 0;
   // Whether `program` can be run on the host (found in its PATH).
   virtual bool has_program(const std::string& program) = 0;
+  // What the platform knows of the host once it exists (a guest's accelerator, T_init, kernel);
+  // setup steps add their own facts. They go into the record beside the measurements.
+  virtual std::map<std::string, std::string> platform_facts() const { return {}; }
 };
 
 }  // namespace ernic

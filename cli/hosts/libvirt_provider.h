@@ -95,6 +95,7 @@ class LibvirtGuest : public Host {
   // accelerator (kvm|tcg), accelerator_reason, t_init_s, domain, uri, image, kernel, vcpus,
   // memory_mib, emulated_nic, stage_*_s: for history records.
   const std::map<std::string, std::string>& facts() const { return facts_; }
+  std::map<std::string, std::string> platform_facts() const override { return facts_; }
   const GuestSshTarget& ssh_target() const { return target_; }
   const std::string& domain_name() const { return domain_name_; }
 

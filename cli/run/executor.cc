@@ -278,10 +278,18 @@ void Executor::create_hosts() {
     auto created = provider->create(specs, context);
     double t_init = std::chrono::duration<double>(Clock::now() - started).count();
     for (std::size_t i = 0; i < created.size(); ++i) {
+      HostFacts platform = created[i]->platform_facts();
+      // A guest measures its own T_init (domain start to verified SSH); others take the
+      // provider's time for all of its hosts.
+      double own_t_init = t_init;
+      if (auto it = platform.find("t_init_s"); it != platform.end()) {
+        own_t_init = std::strtod(it->second.c_str(), nullptr);
+      }
+      facts_[created[i]->name()].insert(platform.begin(), platform.end());
       HostRecord record{.name = created[i]->name(),
                         .provider = provider_name,
                         .address = created[i]->address(),
-                        .t_init_s = t_init,
+                        .t_init_s = own_t_init,
                         .facts = {}};
       result_.hosts.push_back(record);
       hosts_.push_back(std::move(created[i]));

@@ -95,7 +95,16 @@ CommandResult run_script_checked(Host& host, std::string_view step, const std::s
                                  OutputSink* log, std::chrono::milliseconds timeout) {
   CommandResult result = run_script(host, script, args, log, timeout);
   if (!result.ok()) {
+    // The message ends with the last lines said; all of it is in the step log.
     std::string detail = trim(result.err.empty() ? result.out : result.err);
+    constexpr int kLinesKept = 5;
+    std::size_t cut = detail.size();
+    for (int kept = 0; kept < kLinesKept && cut != std::string::npos && cut > 0; ++kept) {
+      cut = detail.rfind('\n', cut - 1);
+    }
+    if (cut != std::string::npos && cut > 0) {
+      detail = "...\n" + detail.substr(cut + 1);
+    }
     fail(step, host,
          fmt::format("{} failed ({}){}", what, result.describe(),
                      detail.empty() ? std::string() : ": " + detail));

@@ -14,6 +14,10 @@
 #include <iostream>
 #include <random>
 
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/subprocess.h"
 #include "hosts/libvirt_connection.h"
 #include "hosts/libvirt_provider.h"
 #include "image/image_builder.h"
@@ -259,6 +263,142 @@ TEST_CASE("Ctrl-C while guests boot stops the wait and teardown leaves nothing",
   sigaction(SIGINT, &previous, nullptr);
   CHECK(leftovers(token).empty());
   fs::remove_all(run_dir);
+}
+
+// `ernicctl run scenarios/two-guest-softroce.yaml` as a user types it, with the sweep reduced to
+// fit CI: the image path made absolute, and --set for everything else.
+std::vector<std::string> two_guest_command(const fs::path& work) {
+  std::string image = std::string(ERNIC_SOURCE_DIR) + "/images/debian12-rdma.yaml";
+  return {ERNIC_BINARY,
+          "run",
+          std::string(ERNIC_SOURCE_DIR) + "/scenarios/two-guest-softroce.yaml",
+          "--runs-dir",
+          (work / "runs").string(),
+          "--output",
+          "text",
+          "--set",
+          "history.path=" + (work / "history.jsonl").string(),
+          "--set",
+          "hosts.guest1.libvirt.image=" + image,
+          "--set",
+          "hosts.guest2.libvirt.image=" + image,
+          "--set",
+          "libvirt.network.subnet=192.168.234.0/24",
+          "--set",
+          "benchmarks.bw.params.verb=[send]",
+          "--set",
+          "benchmarks.bw.params.size=[4KiB, 64KiB]",
+          "--set",
+          "benchmarks.lat.params.verb=[send]"};
+}
+
+nlohmann::json last_json_line(const fs::path& file) {
+  std::ifstream in(file);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (!line.empty()) {
+      last = line;
+    }
+  }
+  return nlohmann::json::parse(last);
+}
+
+fs::path only_run_dir(const fs::path& runs) {
+  fs::path found;
+  for (const auto& entry : fs::directory_iterator(runs)) {
+    found = entry.path();
+  }
+  return found;
+}
+
+TEST_CASE(
+    "ernicctl run two-guest-softroce.yaml: soft-RoCE perftest, pingpong and iperf3 between two "
+    "guests into the history, nothing left behind",
+    "[libvirt][e2e]") {
+  REQUIRE(::geteuid() == 0);
+  Daemons daemons;
+  fs::path work = make_run_dir("sr" + random_token());
+  SpawnOptions options;
+  options.argv = two_guest_command(work);
+  auto started = SteadyClock::now();
+  auto run = Subprocess::spawn(
+      options, [](bool /*is_stderr*/, std::string_view data) { std::cerr << data; });
+  run->wait_until(SteadyClock::now() + std::chrono::minutes(25), false);
+  run->finish_output();
+  double seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
+  std::cerr << fmt::format("TIMING ernicctl run two-guest-softroce (reduced): {:.1f} s\n", seconds);
+  INFO(run->stdout_text() << run->stderr_text());
+  REQUIRE(run->exit_code() == 0);
+
+  nlohmann::json record = last_json_line(work / "history.jsonl");
+  const auto& ernic = record["ernicctl"];
+  CHECK(ernic["status"] == "passed");
+  REQUIRE(ernic["points"].size() == 5);  // bw x2, lat, pingpong, tcp
+  for (const auto& point : ernic["points"]) {
+    CHECK(point["status"] == "passed");
+    CHECK(point["commands"]["client"].get<std::string>().find("192.168.234.10") !=
+          std::string::npos);
+  }
+  // The soft-RoCE device and GID index found by the setup steps are on the perftest lines.
+  CHECK(ernic["points"][0]["commands"]["client"].get<std::string>().find("-d rxe0 -x ") !=
+        std::string::npos);
+  CHECK(record["series"]["bandwidth"].contains("4096"));
+  CHECK(record["series"]["bandwidth"].contains("65536"));
+  CHECK(record["series"]["latency"]["4096"].get<double>() > 0);
+  CHECK(record["badges"]["tcp_bw_GBs"].get<double>() > 0);
+  // The accelerator the guests ran under is recorded, and TCG figures are marked.
+  REQUIRE(ernic["hosts"].size() == 2);
+  std::string accelerator = ernic["hosts"][0]["facts"]["accelerator"];
+  CHECK(ernic["accelerator"] == accelerator);
+  CHECK(ernic["functional_only"] == (accelerator == "tcg"));
+  for (const auto& host : ernic["hosts"]) {
+    CHECK(host["facts"]["rdma_device"] == "rxe0");
+    CHECK(host["t_init_s"].get<double>() > 0);
+  }
+  CHECK(leftovers(ernic["run_token"].get<std::string>()).empty());
+  fs::remove_all(work);
+}
+
+TEST_CASE("Ctrl-C to ernicctl run while its guests boot: exit 130 and nothing left",
+          "[libvirt][e2e]") {
+  REQUIRE(::geteuid() == 0);
+  Daemons daemons;
+  fs::path work = make_run_dir("cc" + random_token());
+  SpawnOptions options;
+  options.argv = two_guest_command(work);
+  auto run = Subprocess::spawn(
+      options, [](bool /*is_stderr*/, std::string_view data) { std::cerr << data; });
+  // Both kernels are booting once both serial consoles have printed something.
+  auto give_up = SteadyClock::now() + std::chrono::minutes(10);
+  auto booting = [&] {
+    fs::path runs = work / "runs";
+    if (!fs::exists(runs) || only_run_dir(runs).empty()) {
+      return false;
+    }
+    fs::path dir = only_run_dir(runs);
+    auto printing = [&](const char* log) {
+      std::error_code ignored;
+      return fs::file_size(dir / log, ignored) > 0 && !ignored;
+    };
+    return printing("guest1.serial.log") && printing("guest2.serial.log");
+  };
+  while (!booting() && run->running() && SteadyClock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE(booting());
+  ::kill(run->pid(), SIGINT);
+  auto interrupted_at = SteadyClock::now();
+  run->wait_until(SteadyClock::now() + std::chrono::minutes(3), false);
+  run->finish_output();
+  double stopped_after = std::chrono::duration<double>(SteadyClock::now() - interrupted_at).count();
+  std::cerr << fmt::format("TIMING Ctrl-C to exit: {:.1f} s\n", stopped_after);
+  INFO(run->stdout_text() << run->stderr_text());
+  CHECK(run->exit_code() == 130);
+  nlohmann::json record;
+  std::ifstream(only_run_dir(work / "runs") / "record.json") >> record;
+  CHECK(record["ernicctl"]["status"] == "incomplete");
+  CHECK(leftovers(record["ernicctl"]["run_token"].get<std::string>()).empty());
+  fs::remove_all(work);
 }
 
 }  // namespace
