@@ -44,7 +44,16 @@ std::optional<Scenario> load_or_report(const std::string& file,
 
 void print_dry_run(const Scenario& scenario, const Plan& plan) {
   std::map<std::string, std::unique_ptr<DryRunHost>> hosts;
-  fmt::print("scenario {} ({} points)\n\nhosts:\n", scenario.name, plan.points.size());
+  fmt::print("scenario {} ({} points)\n", scenario.name, plan.points.size());
+  // In the order the run does things: instances first, since guests attach to them.
+  if (EmulatorKind* kind = find_emulator_kind(scenario.emulator.kind);
+      kind != nullptr && kind->instance_count(scenario.emulator.config) > 0) {
+    fmt::print("\nemulator ({}):\n", scenario.emulator.kind);
+    for (const auto& line : kind->describe(scenario.emulator.config)) {
+      fmt::print("    $ {}\n", line);
+    }
+  }
+  fmt::print("\nhosts:\n");
   std::map<std::string, std::vector<HostSpec>> by_provider;
   for (const auto& spec : scenario.hosts) {
     by_provider[spec.provider].push_back(spec);
@@ -66,23 +75,21 @@ void print_dry_run(const Scenario& scenario, const Plan& plan) {
       fmt::print("    $ {}\n", line);
     }
   }
+  // What setup will have found, as placeholders in the benchmark command lines.
+  std::map<std::string, HostFacts> planned_facts;
   if (!scenario.setup.empty()) {
     fmt::print("\nsetup:\n");
     for (const auto& entry : scenario.setup) {
       const SetupStep* step = find_setup_step(entry.step);
       for (const auto& host_name : entry.hosts) {
+        for (const auto& fact : step->recorded_facts()) {
+          planned_facts[host_name][fact] = "<" + fact + ">";
+        }
         fmt::print("  {} on {}\n", entry.step, host_name);
         for (const auto& line : step->describe(entry.config, *hosts[host_name])) {
           fmt::print("    $ {}\n", line);
         }
       }
-    }
-  }
-  if (EmulatorKind* kind = find_emulator_kind(scenario.emulator.kind);
-      kind != nullptr && kind->instance_count(scenario.emulator.config) > 0) {
-    fmt::print("\nemulator ({}):\n", scenario.emulator.kind);
-    for (const auto& line : kind->describe(scenario.emulator.config)) {
-      fmt::print("    $ {}\n", line);
     }
   }
   fmt::print("\npoints:\n");
@@ -92,6 +99,8 @@ void print_dry_run(const Scenario& scenario, const Plan& plan) {
     context.params = point.params;
     context.server = point.entry->server.empty() ? nullptr : hosts[point.entry->server].get();
     context.client = hosts[point.entry->client].get();
+    context.server_facts = planned_facts[point.entry->server];
+    context.client_facts = planned_facts[point.entry->client];
     context.port = point.port;
     context.timeout = point.entry->timeout;
     PointCommands commands = point.tool->commands(context);

@@ -573,9 +573,14 @@ std::vector<std::string> LibvirtProvider::describe(const std::vector<HostSpec>& 
                     network, guest.name, guest.image));
     lines.push_back(fmt::format(
         "virsh -c {} define <domain {}: {} vCPU, {} MiB, accelerator {}, address {}, serial log "
-        "{}> && virsh start {}",
+        "{}{}> && virsh start {}",
         guest.uri, domain, guest.vcpus, guest.memory_mib, guest.accelerator,
         run.dhcp ? "DHCP" : addresses[i], (context.run_dir / (guest.name + ".serial.log")).string(),
+        guest.emulator_socket.empty()
+            ? std::string()
+            : fmt::format(", shared memfd memory, -device vfio-user-pci socket {} (when QEMU has "
+                          "vfio-user-pci)",
+                          guest.emulator_socket),
         domain));
     lines.push_back(fmt::format(
         "wait {}: running <= {}s, address <= {}s, ssh {}:22 <= {}s, host key verified <= {}s",

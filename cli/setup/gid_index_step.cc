@@ -97,6 +97,9 @@ class GidIndexStep : public SetupStep {
   }
   const ObjectSchema& schema() const override { return schema_of_step(); }
 
+  std::vector<std::string> recorded_facts() const override {
+    return {"gid_index", "gid", "gid_type"};
+  }
   std::vector<std::string> describe(const YAML::Node& config, const Host& host) const override {
     Settings settings = settings_of(config, host, {});
     return {fmt::format(

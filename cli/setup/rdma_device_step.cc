@@ -94,6 +94,7 @@ class RdmaDeviceStep : public SetupStep {
   }
   const ObjectSchema& schema() const override { return schema_of_step(); }
 
+  std::vector<std::string> recorded_facts() const override { return {"rdma_device"}; }
   std::vector<std::string> describe(const YAML::Node& config, const Host& host) const override {
     Wanted wanted = wanted_of(config);
     return {fmt::format("find the RDMA device with {} among {}/class/infiniband/*/device on {}",

@@ -32,6 +32,9 @@ class SetupStep {
   // Keys the step takes besides `step` and `hosts`.
   virtual const ObjectSchema& schema() const = 0;
   virtual std::vector<Benchmark::Program> programs() const { return {}; }
+  // Names of the facts apply() records, which benchmark command lines use (the dry run shows
+  // them as <name>).
+  virtual std::vector<std::string> recorded_facts() const { return {}; }
   // What the step will do on `host`, for the dry run: one line per action, commands resolved.
   virtual std::vector<std::string> describe(const YAML::Node& config, const Host& host) const = 0;
   // Applies and verifies the step; records what it learned (e.g. "rdma_device", "gid_index")

@@ -54,6 +54,7 @@ class SoftRoceStep : public SetupStep {
     return {{"rdma", "iproute2"}, {"modprobe", "kmod"}};
   }
 
+  std::vector<std::string> recorded_facts() const override { return {"rdma_device"}; }
   std::vector<std::string> describe(const YAML::Node& config, const Host& host) const override {
     std::string name = setup::text(config, "name", "rxe0");
     std::string netdev = setup::text(config, "netdev", "<interface of " + host.address() + ">");

@@ -234,3 +234,47 @@ TEST_CASE("a host that disappears mid-run stops the run at once instead of faili
   CHECK(namespaces() == before);
   CHECK(count_processes("iperf3") == 0);
 }
+
+namespace example_scenarios {
+
+// Every example a user is pointed at validates and dry-runs; the guest scenarios' dry runs show
+// what the setup steps will find in the benchmark command lines, and rocm-ernic's topology shows
+// its instances and vfio-user attachments.
+TEST_CASE("every scenario in scenarios/ validates and dry-runs") {
+  int checked = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(ERNIC_SOURCE_DIR) + "/scenarios")) {
+    if (entry.path().extension() != ".yaml") {
+      continue;
+    }
+    INFO(entry.path());
+    auto valid = run_ernicctl({"validate", entry.path().string()});
+    INFO(valid.out + valid.err);
+    CHECK(valid.exit_code == 0);
+    auto dry = run_ernicctl({"run", entry.path().string(), "--dry-run"});
+    INFO(dry.out + dry.err);
+    CHECK(dry.exit_code == 0);
+    ++checked;
+  }
+  CHECK(checked >= 4);
+
+  auto softroce = run_ernicctl(
+      {"run", std::string(ERNIC_SOURCE_DIR) + "/scenarios/two-guest-softroce.yaml", "--dry-run"});
+  CHECK_THAT(softroce.out, Catch::Contains("rdma link add rxe0 type rxe netdev"));
+  CHECK_THAT(softroce.out, Catch::Contains("ib_send_bw -d '<rdma_device>' -x '<gid_index>' -s "
+                                           "4096 -n 200 --report_gbits -p 20000 192.168.233.10"));
+  CHECK_THAT(softroce.out, Catch::Contains("ibv_rc_pingpong -d '<rdma_device>' -g '<gid_index>'"));
+
+  auto ernic = run_ernicctl(
+      {"run", std::string(ERNIC_SOURCE_DIR) + "/scenarios/two-vm-ernic.yaml", "--dry-run"});
+  CHECK_THAT(ernic.out,
+             Catch::Contains("ERNIC_TCP_GUEST_GIDS=fe80::e7:ff:fe00:1,192.168.200.10 "
+                             "/opt/rocm-ernic/bin/rocm-ernic --backend tcp:manager:listen:6320"));
+  CHECK_THAT(ernic.out, Catch::Contains("--backend tcp:worker:127.0.0.1:6320"));
+  CHECK_THAT(ernic.out, Catch::Contains("-device vfio-user-pci socket /tmp/ernic/instance2.sock"));
+  CHECK_THAT(ernic.out, Catch::Contains("1dd8:1002:1dd8:5400"));
+  // The emulator starts before the guests that attach to it.
+  CHECK(ernic.out.find("emulator (external)") < ernic.out.find("hosts:"));
+}
+
+}  // namespace example_scenarios
