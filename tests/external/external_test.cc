@@ -228,7 +228,11 @@ TEST_CASE("Ctrl-C while the instances start stops them and removes their sockets
   while (count_processes("fake_rocm_ernic") == processes_before && SteadyClock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  REQUIRE(count_processes("fake_rocm_ernic") > processes_before);
+  if (count_processes("fake_rocm_ernic") == processes_before) {
+    process->terminate(std::chrono::milliseconds(2000));
+    process->finish_output();
+    FAIL("the manager never ran: " << process->stdout_text() << process->stderr_text());
+  }
   ::kill(process->pid(), SIGINT);
   auto stopped = SteadyClock::now();
   REQUIRE(process->wait_until(SteadyClock::now() + std::chrono::seconds(20), false) ==
