@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   ernic::CommandContext context;
   ernic::register_run_command(app, context);
+  ernic::register_bringup_commands(app, context);
   ernic::register_validate_command(app, context);
   ernic::register_parse_command(app, context);
   ernic::register_schema_command(app, context);

@@ -182,6 +182,9 @@ std::string Supervisor::check_alive() {
 }
 
 void Supervisor::stop(std::chrono::milliseconds grace) {
+  if (detached_) {
+    return;
+  }
   for (std::size_t i = 0; i < instances_.size(); ++i) {
     if (!reaped_[i]) {
       kill(-instances_[i].pid, SIGTERM);

@@ -53,6 +53,9 @@ class Supervisor {
   // SIGTERM to every process group, wait up to `grace`, then SIGKILL. Idempotent.
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(2000));
   const std::vector<InstanceInfo>& instances() const { return instances_; }
+  // Leaves the instances running when this object goes away (`ernicctl up`); stop() and the
+  // destructor no longer touch them. They keep their own process groups.
+  void detach() { detached_ = true; }
 
   // The last `count` lines of a log file (for error messages).
   static std::string tail(const std::filesystem::path& file, int count);
@@ -65,6 +68,7 @@ class Supervisor {
   SupervisorConfig config_;
   std::vector<InstanceInfo> instances_;
   std::vector<bool> reaped_;
+  bool detached_ = false;
 };
 
 }  // namespace ernic::emu

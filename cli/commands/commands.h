@@ -2,7 +2,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "common/command_context.h"
+#include "scenario/scenario.h"
 
 namespace ernic {
 
@@ -11,5 +16,13 @@ void register_run_command(CLI::App& app, CommandContext& context);
 void register_validate_command(CLI::App& app, CommandContext& context);
 void register_parse_command(CLI::App& app, CommandContext& context);
 void register_schema_command(CLI::App& app, CommandContext& context);
+// `ernicctl up`, `status`, `logs`, `stats`, `ssh` and `down`: a scenario's hosts and
+// instances left running for a developer, and everything removed again.
+void register_bringup_commands(CLI::App& app, CommandContext& context);
+
+// Loads a scenario with --set overrides; prints every diagnostic and returns nothing when it
+// is not valid.
+std::optional<Scenario> load_or_report(const std::string& file,
+                                       const std::vector<std::string>& sets);
 
 }  // namespace ernic

@@ -18,17 +18,6 @@
 #include "setup/setup_step.h"
 
 namespace ernic {
-namespace {
-
-struct RunFlags {
-  std::string scenario;
-  std::vector<std::string> sets;
-  bool dry_run = false;
-  std::string runs_dir = "runs";
-  std::string keep = "never";
-  std::string output = "text";
-};
-
 std::optional<Scenario> load_or_report(const std::string& file,
                                        const std::vector<std::string>& sets) {
   LoadResult loaded = load_scenario(file, sets);
@@ -41,6 +30,17 @@ std::optional<Scenario> load_or_report(const std::string& file,
   }
   return std::move(loaded.scenario);
 }
+
+namespace {
+
+struct RunFlags {
+  std::string scenario;
+  std::vector<std::string> sets;
+  bool dry_run = false;
+  std::string runs_dir = "runs";
+  std::string keep = "never";
+  std::string output = "text";
+};
 
 void print_dry_run(const Scenario& scenario, const Plan& plan) {
   std::map<std::string, std::unique_ptr<DryRunHost>> hosts;

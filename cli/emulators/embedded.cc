@@ -57,6 +57,25 @@ class RunningEmbedded final : public RunningEmulator {
     }
     return {{"kind", "embedded"}, {"version", ernic_version()}, {"instances", instances}};
   }
+  nlohmann::json manifest() const override {
+    nlohmann::json instances = nlohmann::json::array();
+    for (const auto& info : supervisor_->instances()) {
+      instances.push_back({{"id", info.id},
+                           {"role", info.role},
+                           {"pid", info.pid},
+                           {"mac", info.mac},
+                           {"socket", info.socket.string()},
+                           {"gids", info.gids},
+                           {"log", info.log.string()},
+                           {"stats", info.stats.string()},
+                           {"vm", {{"attached", false}}}});
+    }
+    return {{"instances", instances}};
+  }
+  bool detach() override {
+    supervisor_->detach();
+    return true;
+  }
 
  private:
   std::shared_ptr<emu::Supervisor> supervisor_;

@@ -27,6 +27,12 @@ class RunningEmulator {
   virtual HostFacts facts_for(int instance) const = 0;
   // What the history record says about the instances.
   virtual nlohmann::json record() const = 0;
+  // The instances in the manifest format of rocm-ernic's service layer:
+  // {"instances":[{"id":1,"role":"manager","pid":..,"mac":..,"socket":..,"log":..,"stats":..}]}.
+  virtual nlohmann::json manifest() const = 0;
+  // Leaves the instances running after ernicctl exits (`ernicctl up`). False when this kind
+  // cannot: its instances die with ernicctl.
+  virtual bool detach() { return false; }
 };
 
 struct EmulatorContext {

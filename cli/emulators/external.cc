@@ -305,6 +305,7 @@ class RunningExternal final : public RunningEmulator {
     }
     throw std::out_of_range(fmt::format("no emulator instance {}", id));
   }
+  nlohmann::json manifest() const override { return manifest_of(instances_); }
   nlohmann::json record() const override {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& instance : instances_) {

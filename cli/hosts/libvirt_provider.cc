@@ -1030,6 +1030,10 @@ std::vector<std::unique_ptr<Host>> LibvirtProvider::create(const std::vector<Hos
         {"memory_mib", std::to_string(config.memory_mib)},
         {"emulated_nic", guest.emulated_nic},
         {"serial_log", guest.serial_log.string()},
+        // How to log in later (`ernicctl ssh GUEST` after `ernicctl up`).
+        {"ssh_user", user},
+        {"ssh_key", fs::absolute(guest.image.private_key).string()},
+        {"ssh_known_hosts", fs::absolute(known_hosts).string()},
     };
     for (const auto& [stage, seconds] : guest.stage_seconds) {
       facts["stage_" + stage + "_s"] = fmt::format("{:.1f}", seconds);

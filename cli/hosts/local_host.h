@@ -17,6 +17,12 @@ class LocalHost : public Host {
   std::string address() const override { return address_; }
   std::string describe() const override;
   const std::string& netns() const { return netns_; }
+  std::map<std::string, std::string> platform_facts() const override {
+    if (netns_.empty()) {
+      return {};
+    }
+    return {{"netns", netns_}};
+  }
 
   std::unique_ptr<RunningCommand> start(const CommandSpec& spec, OutputSink* sink) override;
   void upload(std::string_view content, const std::string& path, int mode) override;

@@ -17,6 +17,7 @@
 #include "emulators/emulator_kind.h"
 #include "hosts/local_host.h"
 #include "hosts/provider.h"
+#include "run/leftovers.h"
 #include "run/step_log.h"
 #include "setup/setup_step.h"
 
@@ -137,6 +138,8 @@ RunResult Executor::run() {
     result_.points.push_back(std::move(pending));
   }
   preflight();  // throws PreflightError before anything exists
+  // Held while this process lives: `ernicctl down` leaves a live run's resources alone.
+  RunLock lock(run_token_);
   result_.run_dir = make_run_dir(options_.runs_dir, scenario.name, result_.run_name);
   {
     std::ofstream out(result_.run_dir / "scenario.yaml");
@@ -151,8 +154,10 @@ RunResult Executor::run() {
     check_programs();
     check_interrupt();
     apply_setup();
-    collect_tool_versions();
-    run_points();
+    if (!options_.bring_up_only) {
+      collect_tool_versions();
+      run_points();
+    }
   } catch (const RunInterrupted&) {
     result_.status = RunStatus::kIncomplete;
     result_.fatal_error = "interrupted";
@@ -160,7 +165,7 @@ RunResult Executor::run() {
     result_.status = RunStatus::kFailed;
     result_.fatal_error = e.what();
   }
-  if (result_.status == RunStatus::kPassed) {
+  if (result_.status == RunStatus::kPassed && !options_.bring_up_only) {
     for (const auto& point : result_.points) {
       if (point.status != PointStatus::kPassed) {
         result_.status = RunStatus::kFailed;
@@ -176,6 +181,7 @@ RunResult Executor::run() {
   }
   if (emulator_) {
     result_.emulator = emulator_->record();
+    result_.instances = emulator_->manifest();
   } else {
     result_.emulator = {{"kind", scenario.emulator.kind}};
   }
@@ -559,6 +565,13 @@ bool Executor::run_repetition(const PlannedPoint& point, int repetition, PointRe
 
 void Executor::teardown() {
   bool failed = result_.status != RunStatus::kPassed;
+  if (options_.bring_up_only && !failed && (!emulator_ || emulator_->detach())) {
+    // `ernicctl up`: what exists stays; `ernicctl down` finds it by the run token.
+    cleanup_.release();
+    hosts_.clear();
+    result_.left_running = true;
+    return;
+  }
   bool keep = options_.keep == KeepPolicy::kAlways ||
               (options_.keep == KeepPolicy::kOnFailure && failed && !Interrupt::requested());
   // Hosts' commands are gone with their RunningCommand objects; what is left is the hosts.

@@ -19,6 +19,9 @@ enum class KeepPolicy { kNever, kOnFailure, kAlways };
 struct RunOptions {
   std::filesystem::path runs_dir = "runs";
   KeepPolicy keep = KeepPolicy::kNever;
+  // `ernicctl up`: stop after setup and leave hosts and emulator instances running (when
+  // everything came up; otherwise tear down as usual).
+  bool bring_up_only = false;
 };
 
 // Carries out a plan (ninja's Builder): creates the hosts, applies the setup steps, runs every

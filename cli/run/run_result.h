@@ -55,7 +55,9 @@ struct RunResult {
   std::vector<HostRecord> hosts;
   std::map<std::string, std::string> tool_versions;
   std::vector<PointResult> points;
-  nlohmann::json emulator;  // what the emulator kind records about its instances
+  nlohmann::json emulator;    // what the emulator kind records about its instances
+  nlohmann::json instances;   // the instances' manifest (pids, sockets, logs); null without any
+  bool left_running = false;  // `ernicctl up` left hosts and instances running
 };
 
 const char* to_string(PointStatus status);

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <tuple>
 
 #include "common/subprocess.h"
 #include "hosts/libvirt_connection.h"
@@ -398,6 +399,63 @@ TEST_CASE("Ctrl-C to ernicctl run while its guests boot: exit 130 and nothing le
   std::ifstream(only_run_dir(work / "runs") / "record.json") >> record;
   CHECK(record["ernicctl"]["status"] == "incomplete");
   CHECK(leftovers(record["ernicctl"]["run_token"].get<std::string>()).empty());
+  fs::remove_all(work);
+}
+
+TEST_CASE("up then status --json then ssh then down on two guests", "[libvirt][e2e]") {
+  REQUIRE(::geteuid() == 0);
+  Daemons daemons;
+  fs::path work = make_run_dir("up" + random_token());
+  std::string state = (work / "state").string();
+  auto ernicctl = [&](std::vector<std::string> args) {
+    SpawnOptions options;
+    options.argv = {ERNIC_BINARY};
+    options.argv.insert(options.argv.end(), args.begin(), args.end());
+    auto process = Subprocess::spawn(options, {});
+    process->wait_until(SteadyClock::now() + std::chrono::minutes(20), false);
+    process->finish_output();
+    return std::make_tuple(process->exit_code(), process->stdout_text(), process->stderr_text());
+  };
+  std::vector<std::string> up_args = two_guest_command(work);
+  up_args.erase(up_args.begin());  // the binary
+  up_args[0] = "up";
+  // `up` takes no --output; drop "--output text".
+  auto output_flag = std::find(up_args.begin(), up_args.end(), "--output");
+  up_args.erase(output_flag, output_flag + 2);
+  up_args.insert(up_args.end(), {"--state-dir", state});
+  auto started = SteadyClock::now();
+  auto [up_code, up_out, up_err] = ernicctl(up_args);
+  std::cerr << fmt::format("TIMING ernicctl up (two guests, soft-RoCE): {:.1f} s\n",
+                           std::chrono::duration<double>(SteadyClock::now() - started).count());
+  INFO(up_out << up_err);
+  REQUIRE(up_code == 0);
+  nlohmann::json up_state;
+  std::ifstream(work / "state" / "up.json") >> up_state;
+  std::string token = up_state["run_token"];
+
+  auto [status_code, status_out, status_err] = ernicctl({"status", "--json", "--state-dir", state});
+  INFO(status_out << status_err);
+  CHECK(status_code == 0);
+  auto report = nlohmann::json::parse(status_out);
+  REQUIRE(report["hosts"].size() == 2);
+  for (const auto& host : report["hosts"]) {
+    CHECK(host["state"] == "up");
+  }
+  // Logged in with the image's key, host keys verified, soft-RoCE set up by `up`.
+  auto [ssh_code, ssh_out, ssh_err] = ernicctl({"ssh", "guest2", "--state-dir", state, "--", "cat",
+                                                "/sys/class/infiniband/rxe0/ports/1/state"});
+  INFO(ssh_out << ssh_err);
+  CHECK(ssh_code == 0);
+  CHECK_THAT(ssh_out, Catch::Contains("ACTIVE"));
+  CHECK_FALSE(leftovers(token).empty());
+
+  auto [down_code, down_out, down_err] = ernicctl({"down", "--state-dir", state});
+  INFO(down_out << down_err);
+  CHECK(down_code == 0);
+  CHECK_THAT(down_out, Catch::Contains("removed domain ernic-" + token + "-guest1"));
+  CHECK(leftovers(token).empty());
+  auto [after_code, after_out, after_err] = ernicctl({"status", "--state-dir", state});
+  CHECK(after_code == 2);
   fs::remove_all(work);
 }
 

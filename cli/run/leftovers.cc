@@ -1,0 +1,338 @@
+#include "run/leftovers.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <libvirt/libvirt.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <thread>
+
+#include "hosts/libvirt_connection.h"
+#include "hosts/process_command.h"
+
+namespace ernic {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Run tokens are six hex digits (Executor's random_token); test fixtures' names never are.
+const std::regex kNamespaceName("^ernic-([0-9a-f]{6})-.+$");
+const std::regex kDomainName("^ernic-([0-9a-f]{6})-.+$");
+const std::regex kNetworkOrPoolName("^ernic-([0-9a-f]{6})$");
+const std::regex kSocketDirName("^ernic-(?:ext-)?([0-9a-f]{6})$");
+
+const fs::path kLibvirtImages = "/var/lib/libvirt/images";
+
+std::optional<std::string> token_of(const std::string& name, const std::regex& pattern) {
+  std::smatch match;
+  if (std::regex_match(name, match, pattern)) {
+    return match[1].str();
+  }
+  return std::nullopt;
+}
+
+std::string read_all(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+bool process_gone(pid_t pid) {
+  return !process_running(pid);
+}
+
+// Candidates found by name, before deciding which tokens are wanted.
+struct Candidates {
+  std::vector<Leftover> items;
+  std::vector<std::string> notes;
+};
+
+void scan_names(Candidates& out) {
+  std::error_code ignored;
+  if (fs::exists("/run/netns")) {
+    for (const auto& entry : fs::directory_iterator("/run/netns", ignored)) {
+      std::string name = entry.path().filename().string();
+      if (auto token = token_of(name, kNamespaceName)) {
+        out.items.push_back({*token, "netns", name});
+      }
+    }
+  }
+  for (const auto& entry : fs::directory_iterator(fs::temp_directory_path(), ignored)) {
+    std::string name = entry.path().filename().string();
+    if (auto token = token_of(name, kSocketDirName); token && entry.is_directory(ignored)) {
+      out.items.push_back({*token, "directory", entry.path().string()});
+    }
+  }
+  if (fs::exists(kLibvirtImages)) {
+    for (const auto& entry : fs::directory_iterator(kLibvirtImages, ignored)) {
+      std::string name = entry.path().filename().string();
+      if (auto token = token_of(name, kNetworkOrPoolName)) {
+        out.items.push_back({*token, "directory", entry.path().string()});
+      }
+    }
+  }
+}
+
+void scan_libvirt(const std::string& uri, Candidates& out) {
+  // Only a daemon that already runs is asked: finding leftovers never starts one.
+  if (uri == "qemu:///system" && !fs::exists("/run/libvirt/libvirt-sock") &&
+      !fs::exists("/var/run/libvirt/libvirt-sock")) {
+    return;
+  }
+  try {
+    LibvirtConnection connection(uri);
+    virDomainPtr* domains = nullptr;
+    int count = virConnectListAllDomains(connection.get(), &domains, 0);
+    for (int i = 0; i < count; ++i) {
+      std::string name = virDomainGetName(domains[i]);
+      if (auto token = token_of(name, kDomainName)) {
+        out.items.push_back({*token, "domain", name});
+      }
+      virDomainFree(domains[i]);
+    }
+    free(domains);
+    virNetworkPtr* networks = nullptr;
+    count = virConnectListAllNetworks(connection.get(), &networks, 0);
+    for (int i = 0; i < count; ++i) {
+      std::string name = virNetworkGetName(networks[i]);
+      if (auto token = token_of(name, kNetworkOrPoolName)) {
+        out.items.push_back({*token, "network", name});
+      }
+      virNetworkFree(networks[i]);
+    }
+    free(networks);
+    virStoragePoolPtr* pools = nullptr;
+    count = virConnectListAllStoragePools(connection.get(), &pools, 0);
+    for (int i = 0; i < count; ++i) {
+      std::string name = virStoragePoolGetName(pools[i]);
+      if (auto token = token_of(name, kNetworkOrPoolName)) {
+        out.items.push_back({*token, "pool", name});
+      }
+      virStoragePoolFree(pools[i]);
+    }
+    free(pools);
+  } catch (const std::exception& e) {
+    out.notes.push_back(fmt::format("libvirt not checked: {}", e.what()));
+  }
+}
+
+// Processes of the wanted runs: emulator instances (their sockets live in the run's directory)
+// and anything still inside one of the run's namespaces.
+void scan_processes(const std::set<std::string>& tokens, const std::vector<Leftover>& namespaces,
+                    std::vector<Leftover>& out) {
+  std::map<ino_t, std::string> namespace_tokens;
+  for (const auto& item : namespaces) {
+    struct stat info {};
+    if (::stat(("/run/netns/" + item.name).c_str(), &info) == 0) {
+      namespace_tokens[info.st_ino] = item.token;
+    }
+  }
+  std::error_code ignored;
+  for (const auto& entry : fs::directory_iterator("/proc", ignored)) {
+    std::string pid_text = entry.path().filename().string();
+    if (pid_text.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoi(pid_text) == ::getpid()) {
+      continue;
+    }
+    std::string owner;
+    struct stat net {};
+    if (::stat((entry.path() / "ns/net").c_str(), &net) == 0) {
+      if (auto it = namespace_tokens.find(net.st_ino); it != namespace_tokens.end()) {
+        owner = it->second;
+      }
+    }
+    if (owner.empty()) {
+      std::string cmdline = read_all(entry.path() / "cmdline");
+      for (const auto& token : tokens) {
+        if (cmdline.find("/ernic-" + token + "/") != std::string::npos ||
+            cmdline.find("/ernic-ext-" + token + "/") != std::string::npos) {
+          owner = token;
+        }
+      }
+    }
+    if (!owner.empty()) {
+      out.push_back({owner, "process", pid_text});
+    }
+  }
+}
+
+void remove_libvirt_object(const Leftover& item, virConnectPtr connection) {
+  if (item.kind == "domain") {
+    virDomainPtr domain = virDomainLookupByName(connection, item.name.c_str());
+    if (domain == nullptr) {
+      return;
+    }
+    if (virDomainIsActive(domain) == 1 && virDomainDestroy(domain) != 0) {
+      std::string error = libvirt_error_message();
+      virDomainFree(domain);
+      throw std::runtime_error(error);
+    }
+    if (virDomainIsPersistent(domain) == 1) {
+      virDomainUndefineFlags(domain, VIR_DOMAIN_UNDEFINE_NVRAM);
+    }
+    virDomainFree(domain);
+  } else if (item.kind == "network") {
+    virNetworkPtr network = virNetworkLookupByName(connection, item.name.c_str());
+    if (network == nullptr) {
+      return;
+    }
+    if (virNetworkIsActive(network) == 1) {
+      virNetworkDestroy(network);
+    }
+    if (virNetworkIsPersistent(network) == 1) {
+      virNetworkUndefine(network);
+    }
+    virNetworkFree(network);
+  } else if (item.kind == "pool") {
+    virStoragePoolPtr pool = virStoragePoolLookupByName(connection, item.name.c_str());
+    if (pool == nullptr) {
+      return;
+    }
+    if (virStoragePoolIsActive(pool) == 1) {
+      virStoragePoolRefresh(pool, 0);
+      virStorageVolPtr* volumes = nullptr;
+      int count = virStoragePoolListAllVolumes(pool, &volumes, 0);
+      for (int i = 0; i < count; ++i) {
+        virStorageVolDelete(volumes[i], 0);
+        virStorageVolFree(volumes[i]);
+      }
+      free(volumes);
+      virStoragePoolDestroy(pool);
+    }
+    virStoragePoolDelete(pool, 0);
+    if (virStoragePoolIsPersistent(pool) == 1) {
+      virStoragePoolUndefine(pool);
+    }
+    virStoragePoolFree(pool);
+  }
+}
+
+}  // namespace
+
+bool process_running(pid_t pid) {
+  if (pid <= 0 || ::kill(pid, 0) != 0) {
+    return false;
+  }
+  std::string stat = read_all(fmt::format("/proc/{}/stat", pid));
+  auto paren = stat.rfind(')');
+  return !(paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z');
+}
+
+fs::path RunLock::path_of(const std::string& token) {
+  return fs::temp_directory_path() / fmt::format("ernicctl-run-{}.lock", token);
+}
+
+RunLock::RunLock(const std::string& token) : path_(path_of(token)) {
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ >= 0) {
+    ::flock(fd_, LOCK_EX | LOCK_NB);
+  }
+}
+
+RunLock::~RunLock() {
+  if (fd_ >= 0) {
+    std::error_code ignored;
+    fs::remove(path_, ignored);
+    ::close(fd_);
+  }
+}
+
+bool RunLock::held(const std::string& token) {
+  int fd = ::open(path_of(token).c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    return false;
+  }
+  bool busy = ::flock(fd, LOCK_EX | LOCK_NB) != 0;
+  ::close(fd);
+  return busy;
+}
+
+LeftoverScan find_leftovers(const std::set<std::string>& tokens, const std::string& libvirt_uri) {
+  Candidates candidates;
+  scan_names(candidates);
+  scan_libvirt(libvirt_uri, candidates);
+  LeftoverScan scan;
+  scan.notes = candidates.notes;
+  std::set<std::string> wanted;
+  std::vector<Leftover> namespaces;
+  for (const auto& item : candidates.items) {
+    bool asked = tokens.empty() || tokens.contains(item.token);
+    if (!asked) {
+      continue;
+    }
+    if (RunLock::held(item.token)) {
+      scan.live_tokens.insert(item.token);
+      continue;
+    }
+    wanted.insert(item.token);
+    scan.found.push_back(item);
+    if (item.kind == "netns") {
+      namespaces.push_back(item);
+    }
+  }
+  for (const auto& token : tokens) {
+    if (!RunLock::held(token)) {
+      wanted.insert(token);
+    } else {
+      scan.live_tokens.insert(token);
+    }
+  }
+  std::vector<Leftover> processes;
+  scan_processes(wanted, namespaces, processes);
+  scan.found.insert(scan.found.begin(), processes.begin(), processes.end());
+  return scan;
+}
+
+void remove_leftovers(const std::vector<Leftover>& leftovers, const std::string& libvirt_uri,
+                      const std::function<void(const Leftover&, const std::string&)>& on_error,
+                      std::chrono::milliseconds grace) {
+  // Processes first: an emulator instance or a server in a namespace holds what comes next.
+  std::vector<pid_t> signalled;
+  for (const auto& item : leftovers) {
+    if (item.kind == "process") {
+      pid_t pid = std::stoi(item.name);
+      ::kill(pid, SIGTERM);
+      signalled.push_back(pid);
+    }
+  }
+  auto deadline = std::chrono::steady_clock::now() + grace;
+  for (pid_t pid : signalled) {
+    while (!process_gone(pid) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (!process_gone(pid)) {
+      ::kill(pid, SIGKILL);
+    }
+  }
+  std::unique_ptr<LibvirtConnection> connection;
+  for (const char* kind : {"domain", "network", "pool", "netns", "directory"}) {
+    for (const auto& item : leftovers) {
+      if (item.kind != kind) {
+        continue;
+      }
+      try {
+        if (item.kind == "netns") {
+          run_or_throw({"ip", "netns", "delete", item.name});
+        } else if (item.kind == "directory") {
+          fs::remove_all(item.name);
+        } else {
+          if (!connection) {
+            connection = std::make_unique<LibvirtConnection>(libvirt_uri);
+          }
+          remove_libvirt_object(item, connection->get());
+        }
+      } catch (const std::exception& e) {
+        on_error(item, e.what());
+      }
+    }
+  }
+}
+
+}  // namespace ernic

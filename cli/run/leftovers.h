@@ -1,0 +1,62 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+// What a run leaves on the machine is named after its token (ernic-<token>-<host> namespaces,
+// ernic-<token>[-<guest>] libvirt domains, networks and pools, /tmp/ernic-<token> sockets), so
+// it can be found again after ernicctl is gone: `ernicctl down` removes what `up` left, and
+// what a killed run left. A live run holds a lock on its token, and is never touched.
+namespace ernic {
+
+// Held (flock) by a run for as long as its ernicctl process lives; the kernel releases it when
+// the process dies, however it dies.
+class RunLock {
+ public:
+  explicit RunLock(const std::string& token);
+  ~RunLock();
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+
+  static std::filesystem::path path_of(const std::string& token);
+  // Whether a live process holds the lock of `token`.
+  static bool held(const std::string& token);
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+};
+
+// Whether `pid` runs: exists and is not a zombie (an orphan's zombie lasts until the machine's
+// init reaps it, which some container inits do late).
+bool process_running(pid_t pid);
+
+struct Leftover {
+  std::string token;
+  std::string kind;  // "process", "netns", "domain", "network", "pool", "directory"
+  std::string name;  // pid, namespace, libvirt object name or path
+  std::string describe() const { return kind + " " + name; }
+};
+
+struct LeftoverScan {
+  std::vector<Leftover> found;
+  std::set<std::string> live_tokens;  // runs still going: left alone
+  std::vector<std::string> notes;     // e.g. "libvirt not reachable: domains not checked"
+};
+
+// Everything on this machine named after a run token, for `tokens` (empty: every run whose
+// ernicctl is gone). `libvirt_uri` is where guests' domains are looked for.
+LeftoverScan find_leftovers(const std::set<std::string>& tokens, const std::string& libvirt_uri);
+
+// Removes them, processes first (SIGTERM, then SIGKILL after `grace`), then domains, networks,
+// pools, namespaces and directories. `on_error` hears what could not be removed and why.
+void remove_leftovers(const std::vector<Leftover>& leftovers, const std::string& libvirt_uri,
+                      const std::function<void(const Leftover&, const std::string&)>& on_error,
+                      std::chrono::milliseconds grace = std::chrono::milliseconds(2000));
+
+}  // namespace ernic

@@ -1,0 +1,196 @@
+// `ernicctl up / status / logs / stats / ssh / down` through the binary, with the embedded
+// emulator and two namespaces; and `down` finding what a killed `ernicctl run` left.
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "ernicctl_runner.h"
+
+namespace {
+namespace fs = std::filesystem;
+using Catch::Contains;
+using nlohmann::json;
+
+const char* kScenario = R"(version: 1
+name: bringup
+emulator: {kind: embedded, instances: 2}
+hosts:
+  - {name: guest1, provider: embedded, instance: 1}
+  - {name: guest2, provider: embedded, instance: 2}
+  - {name: server, provider: netns}
+  - {name: client, provider: netns}
+netns: {subnet: 10.79.0.0/24}
+benchmarks:
+  - {name: tcp, tool: iperf3, server: server, client: client, timeout: 90s,
+     params: {duration: 60s}}
+history: {enabled: false}
+)";
+
+// A zombie is not alive: orphans are reaped by whatever init the machine has, maybe late.
+bool alive(long pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+}
+
+// The run token in the names of namespaces that appeared since `before`.
+std::set<std::string> new_tokens(const std::vector<std::string>& before) {
+  std::set<std::string> tokens;
+  std::regex name("^ernic-([0-9a-f]{6})-.*$");
+  for (const auto& ns : namespaces()) {
+    std::smatch match;
+    if (std::find(before.begin(), before.end(), ns) == before.end() &&
+        std::regex_match(ns, match, name)) {
+      tokens.insert(match[1].str());
+    }
+  }
+  return tokens;
+}
+
+int processes_mentioning(const std::string& text) {
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::ifstream in(entry.path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    count += cmdline.find(text) != std::string::npos ? 1 : 0;
+  }
+  return count;
+}
+
+TEST_CASE(
+    "up leaves instances and namespaces running; status, logs, stats, ssh; down removes all") {
+  auto dir = fresh_dir("up");
+  auto before = namespaces();
+  std::ofstream(dir / "scenario.yaml") << kScenario;
+  std::string state = (dir / "state").string();
+
+  auto up = run_ernicctl({"up", (dir / "scenario.yaml").string(), "--runs-dir",
+                          (dir / "runs").string(), "--state-dir", state});
+  INFO(up.out << up.err);
+  REQUIRE(up.exit_code == 0);
+  CHECK_THAT(up.out, Contains("bringup is up"));
+
+  // instances.json in the harness's format, with what their playbooks read.
+  json manifest;
+  std::ifstream(dir / "state" / "instances.json") >> manifest;
+  REQUIRE(manifest["instances"].size() == 2);
+  std::vector<long> pids;
+  for (int i = 0; i < 2; ++i) {
+    const auto& instance = manifest["instances"][i];
+    CHECK(instance["id"] == i + 1);
+    CHECK(instance["role"] == (i == 0 ? "manager" : "worker"));
+    CHECK(instance["vm"]["vm_name"] == (i == 0 ? "guest1" : "guest2"));
+    CHECK(instance["vm"]["ssh_port"] == 22);
+    CHECK(instance["vm"]["ssh_user"] == "root");
+    CHECK(instance["vm"]["attached"] == true);
+    pids.push_back(instance["pid"].get<long>());
+    // Still running after `up` exited.
+    CHECK(alive(pids.back()));
+    CHECK(fs::exists(instance["socket"].get<std::string>()));
+  }
+  CHECK(namespaces().size() == before.size() + 2);
+
+  auto again = run_ernicctl({"up", (dir / "scenario.yaml").string(), "--state-dir", state});
+  CHECK(again.exit_code == 2);
+  CHECK_THAT(again.err, Contains("run `ernicctl down` first"));
+
+  auto status = run_ernicctl({"status", "--json", "--state-dir", state});
+  INFO(status.out << status.err);
+  CHECK(status.exit_code == 0);
+  json report = json::parse(status.out);
+  CHECK(report["up"] == true);
+  REQUIRE(report["hosts"].size() == 4);
+  for (const auto& host : report["hosts"]) {
+    CHECK(host["state"] == "up");
+  }
+  for (const auto& instance : report["instances"]) {
+    CHECK(instance["state"] == "up");
+  }
+
+  auto logs = run_ernicctl({"logs", "1", "--state-dir", state});
+  CHECK(logs.exit_code == 0);
+  CHECK_THAT(logs.out, Contains("device realized"));
+  auto stats = run_ernicctl({"stats", "2", "--summary", "--state-dir", state});
+  CHECK(stats.exit_code == 0);
+  CHECK_THAT(stats.out, Contains("instance 2 (worker): sent "));
+  auto missing = run_ernicctl({"logs", "7", "--state-dir", state});
+  CHECK(missing.exit_code == 2);
+  CHECK_THAT(missing.err, Contains("no instance 7"));
+
+  // `ssh` into a namespace host runs the command inside it.
+  auto inside = run_ernicctl({"ssh", "client", "--state-dir", state, "--", "ip", "-br", "addr"});
+  INFO(inside.out << inside.err);
+  CHECK(inside.exit_code == 0);
+  CHECK_THAT(inside.out, Contains("10.79.0.2/24"));
+
+  // An instance that dies shows in status.
+  ::kill(static_cast<pid_t>(pids[1]), SIGKILL);
+  for (int i = 0; i < 100 && alive(pids[1]); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  auto degraded = run_ernicctl({"status", "--json", "--state-dir", state});
+  CHECK(degraded.exit_code == 1);
+  CHECK(json::parse(degraded.out)["instances"][1]["state"] == "gone");
+
+  auto down = run_ernicctl({"down", "--state-dir", state});
+  INFO(down.out << down.err);
+  CHECK(down.exit_code == 0);
+  CHECK_THAT(down.out, Contains("removed netns ernic-"));
+  CHECK(namespaces() == before);
+  CHECK_FALSE(alive(pids[0]));
+  CHECK_FALSE(fs::exists(dir / "state" / "up.json"));
+  CHECK_FALSE(fs::exists(dir / "state" / "instances.json"));
+  auto after = run_ernicctl({"status", "--state-dir", state});
+  CHECK(after.exit_code == 2);
+  CHECK_THAT(after.err, Contains("nothing is up"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("down finds and removes what a killed run left, and leaves a live run alone") {
+  auto dir = fresh_dir("leftovers");
+  auto before = namespaces();
+  std::ofstream(dir / "scenario.yaml") << kScenario;
+  auto run =
+      ernic::Subprocess::spawn({.argv = {ERNIC_BINARY, "run", (dir / "scenario.yaml").string(),
+                                         "--runs-dir", (dir / "runs").string()},
+                                .env = {},
+                                .netns_path = "",
+                                .stdin_file = ""},
+                               {});
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  REQUIRE(run->wait_for_line(std::regex(R"(\[1/1\] tcp)"), deadline));
+  auto tokens = new_tokens(before);
+  REQUIRE(tokens.size() == 1);
+  std::string token = *tokens.begin();
+
+  // While ernicctl runs, its resources are not leftovers.
+  auto listed = run_ernicctl({"down", "--list", "--state-dir", (dir / "state").string()});
+  CHECK(listed.exit_code == 0);
+  CHECK_THAT(listed.err, Contains("left alone: run " + token + " is still going"));
+  CHECK(listed.out.find(token) == std::string::npos);
+
+  // Killed outright: nothing of its own teardown runs.
+  ::kill(run->pid(), SIGKILL);
+  run->wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(10), false);
+  CHECK(new_tokens(before) == tokens);
+  CHECK(processes_mentioning("/ernic-" + token + "/") == 2);  // the two instances
+
+  auto down = run_ernicctl({"down", "--state-dir", (dir / "state").string()});
+  INFO(down.out << down.err);
+  CHECK(down.exit_code == 0);
+  CHECK_THAT(down.out, Contains("removed netns ernic-" + token + "-server"));
+  CHECK_THAT(down.out, Contains("removed directory /tmp/ernic-" + token));
+  CHECK(namespaces() == before);
+  CHECK(processes_mentioning("/ernic-" + token + "/") == 0);
+  CHECK_FALSE(fs::exists("/tmp/ernic-" + token));
+  fs::remove_all(dir);
+}
+
+}  // namespace
