@@ -117,6 +117,7 @@ struct MeshFabric::Connection final : FrameReader::Sink {
   int fd;
   bool dialer;
   bool registering = false;  // this is the worker's connection to the manager
+  bool counted = false;      // counted in stats_.peers: uncounted exactly once when it closes
   bool close_after_flush = false;
   bool accepted = false;
   Phase phase = Phase::kConnecting;
@@ -412,7 +413,10 @@ bool MeshFabric::on_control(Connection& c, const FrameHeader& h, std::span<const
           close_connection(*it->second, "replaced by a new connection", false);
         }
         peers_[c.peer] = &c;
-        ++stats_.peers;
+        if (!c.counted) {
+          c.counted = true;
+          ++stats_.peers;
+        }
         log_.info("mesh: node {} connected from {}", c.peer, c.label);
       }
       return true;
@@ -465,7 +469,10 @@ bool MeshFabric::on_control(Connection& c, const FrameHeader& h, std::span<const
         c.peer = node;
         log_.info("mesh: connected to node {} at {}", node, c.label);
       }
-      ++stats_.peers;
+      if (!c.counted) {
+        c.counted = true;
+        ++stats_.peers;
+      }
       write_some(c);
       return true;
     }
@@ -495,7 +502,10 @@ bool MeshFabric::on_control(Connection& c, const FrameHeader& h, std::span<const
     }
     c.peer = node.id;
     peers_[node.id] = &c;
-    ++stats_.peers;
+    if (!c.counted) {
+      c.counted = true;
+      ++stats_.peers;
+    }
     log_.info("mesh: worker {} registered from {} (GIDs: {})", node.id, c.label,
               fmt::join(node.gids, ","));
     nodes_.push_back(node);
@@ -593,7 +603,8 @@ void MeshFabric::close_connection(Connection& c, const std::string& reason, bool
       log_.warn("mesh: {}", reason);
     }
   }
-  if (owned_peer && was_established) {
+  if (c.counted) {
+    c.counted = false;
     --stats_.peers;
   }
   if (owned_peer && lost && receiver_ != nullptr && !shut_down_) {

@@ -24,6 +24,7 @@
 #include "image/image_builder.h"
 #include "image/local_process.h"
 #include "run/cleanup_stack.h"
+#include "run/leftovers.h"
 
 namespace ernic {
 namespace {
@@ -154,6 +155,8 @@ TEST_CASE(
   REQUIRE(image.image.host_keys.size() == 2);
 
   std::string token = random_token();
+  // As a run does: `ernicctl down` elsewhere on the machine leaves this token alone.
+  RunLock lock(token);
   fs::path run_dir = make_run_dir(token);
   {
     CleanupStack cleanup;
@@ -228,6 +231,8 @@ TEST_CASE("Ctrl-C while guests boot stops the wait and teardown leaves nothing",
   REQUIRE(::geteuid() == 0);
   Daemons daemons;
   std::string token = random_token();
+  // As a run does: `ernicctl down` elsewhere on the machine leaves this token alone.
+  RunLock lock(token);
   fs::path run_dir = make_run_dir(token);
   struct sigaction action {};
   struct sigaction previous {};
