@@ -314,7 +314,8 @@ void Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
   SendWqe wqe;
   wqe.wr = wr;
   if (wr.sge.length > 0) {
-    const std::uint32_t access = wr.opcode == SendOpcode::kRdmaRead ? kAccessLocalWrite : 0;
+    const std::uint32_t access =
+        wr.opcode == SendOpcode::kRdmaRead ? std::uint32_t{kAccessLocalWrite} : 0u;
     wqe.local = translate(find_mr(wr.sge.lkey), q.pd, wr.sge.addr, wr.sge.length, access);
     if (wqe.local == nullptr) {
       complete(q.send_cq, {wr.wr_id, WcStatus::kLocalProtectionError, opcode, qpn, 0, 0, false});
