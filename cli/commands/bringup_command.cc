@@ -145,17 +145,11 @@ int up(const UpFlags& flags) {
   RunOptions options;
   options.runs_dir = flags.runs_dir;
   options.bring_up_only = true;
-  auto status = make_status(false);
-  RunResult result;
-  try {
-    Executor executor(plan, options, *status);
-    result = executor.run();
-  } catch (const PreflightError& e) {
-    status->finish();
-    std::cerr << e.what() << "\nnothing was started\n";
+  std::optional<RunResult> executed = execute_plan(plan, options, false);
+  if (!executed) {
     return kExitBadInput;
   }
-  status->finish();
+  const RunResult& result = *executed;
   if (!result.left_running) {
     std::cerr << fmt::format("up failed: {}; everything was torn down (logs: {})\n",
                              result.fatal_error.empty() ? "see the step logs" : result.fatal_error,

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "common/command_context.h"
+#include "plan/plan.h"
+#include "run/executor.h"
 #include "scenario/scenario.h"
 
 namespace ernic {
@@ -24,5 +26,9 @@ void register_bringup_commands(CLI::App& app, CommandContext& context);
 // is not valid.
 std::optional<Scenario> load_or_report(const std::string& file,
                                        const std::vector<std::string>& sets);
+
+// Runs the plan with live progress (plain lines when `quiet`); prints a preflight error and
+// returns nothing when the run could not start.
+std::optional<RunResult> execute_plan(const Plan& plan, const RunOptions& options, bool quiet);
 
 }  // namespace ernic

@@ -31,6 +31,20 @@ std::optional<Scenario> load_or_report(const std::string& file,
   return std::move(loaded.scenario);
 }
 
+std::optional<RunResult> execute_plan(const Plan& plan, const RunOptions& options, bool quiet) {
+  auto status = make_status(quiet);
+  try {
+    Executor executor(plan, options, *status);
+    RunResult result = executor.run();
+    status->finish();
+    return result;
+  } catch (const PreflightError& e) {
+    status->finish();
+    std::cerr << e.what() << "\nnothing was started\n";
+    return std::nullopt;
+  }
+}
+
 namespace {
 
 struct RunFlags {
@@ -194,17 +208,11 @@ int run(const RunFlags& flags) {
   options.keep = flags.keep == "always"       ? KeepPolicy::kAlways
                  : flags.keep == "on-failure" ? KeepPolicy::kOnFailure
                                               : KeepPolicy::kNever;
-  auto status = make_status(flags.output == "json");
-  RunResult result;
-  try {
-    Executor executor(plan, options, *status);
-    result = executor.run();
-  } catch (const PreflightError& e) {
-    status->finish();
-    std::cerr << e.what() << "\nnothing was started\n";
+  std::optional<RunResult> executed = execute_plan(plan, options, flags.output == "json");
+  if (!executed) {
     return kExitBadInput;
   }
-  status->finish();
+  RunResult& result = *executed;
   nlohmann::json record = build_history_record(*scenario, result);
   {
     std::ofstream out(result.run_dir / "record.json");

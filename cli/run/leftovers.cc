@@ -44,10 +44,6 @@ std::string read_all(const fs::path& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-bool process_gone(pid_t pid) {
-  return !process_running(pid);
-}
-
 // Candidates found by name, before deciding which tokens are wanted.
 struct Candidates {
   std::vector<Leftover> items;
@@ -304,10 +300,10 @@ void remove_leftovers(const std::vector<Leftover>& leftovers, const std::string&
   }
   auto deadline = std::chrono::steady_clock::now() + grace;
   for (pid_t pid : signalled) {
-    while (!process_gone(pid) && std::chrono::steady_clock::now() < deadline) {
+    while (process_running(pid) && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    if (!process_gone(pid)) {
+    if (process_running(pid)) {
       ::kill(pid, SIGKILL);
     }
   }
