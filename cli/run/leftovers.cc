@@ -165,7 +165,10 @@ void remove_libvirt_object(const Leftover& item, virConnectPtr connection) {
     if (domain == nullptr) {
       return;
     }
-    if (virDomainIsActive(domain) == 1 && virDomainDestroy(domain) != 0) {
+    // A domain whose QEMU died on its own stops between the check and the destroy; only a
+    // domain still running after a failed destroy is an error.
+    if (virDomainIsActive(domain) == 1 && virDomainDestroy(domain) != 0 &&
+        virDomainIsActive(domain) == 1) {
       std::string error = libvirt_error_message();
       virDomainFree(domain);
       throw std::runtime_error(error);
@@ -289,13 +292,39 @@ LeftoverScan find_leftovers(const std::set<std::string>& tokens, const std::stri
 void remove_leftovers(const std::vector<Leftover>& leftovers, const std::string& libvirt_uri,
                       const std::function<void(const Leftover&, const std::string&)>& on_error,
                       std::chrono::milliseconds grace) {
-  // Processes first: an emulator instance or a server in a namespace holds what comes next.
+  std::unique_ptr<LibvirtConnection> connection;
+  auto remove = [&](const Leftover& item) {
+    try {
+      if (item.kind == "netns") {
+        run_or_throw({"ip", "netns", "delete", item.name});
+      } else if (item.kind == "directory") {
+        fs::remove_all(item.name);
+      } else {
+        if (!connection) {
+          connection = std::make_unique<LibvirtConnection>(libvirt_uri);
+        }
+        remove_libvirt_object(item, connection->get());
+      }
+    } catch (const std::exception& e) {
+      on_error(item, e.what());
+    }
+  };
+  // Domains before processes: libvirt stops its own QEMU and notices; a QEMU killed behind its
+  // back leaves the domain half-stopped while libvirt catches up.
+  for (const auto& item : leftovers) {
+    if (item.kind == "domain") {
+      remove(item);
+    }
+  }
+  // Then processes: an emulator instance or a server in a namespace holds what comes next.
   std::vector<pid_t> signalled;
   for (const auto& item : leftovers) {
     if (item.kind == "process") {
       pid_t pid = std::stoi(item.name);
-      ::kill(pid, SIGTERM);
-      signalled.push_back(pid);
+      if (process_running(pid)) {
+        ::kill(pid, SIGTERM);
+        signalled.push_back(pid);
+      }
     }
   }
   auto deadline = std::chrono::steady_clock::now() + grace;
@@ -307,25 +336,10 @@ void remove_leftovers(const std::vector<Leftover>& leftovers, const std::string&
       ::kill(pid, SIGKILL);
     }
   }
-  std::unique_ptr<LibvirtConnection> connection;
-  for (const char* kind : {"domain", "network", "pool", "netns", "directory"}) {
+  for (const char* kind : {"network", "pool", "netns", "directory"}) {
     for (const auto& item : leftovers) {
-      if (item.kind != kind) {
-        continue;
-      }
-      try {
-        if (item.kind == "netns") {
-          run_or_throw({"ip", "netns", "delete", item.name});
-        } else if (item.kind == "directory") {
-          fs::remove_all(item.name);
-        } else {
-          if (!connection) {
-            connection = std::make_unique<LibvirtConnection>(libvirt_uri);
-          }
-          remove_libvirt_object(item, connection->get());
-        }
-      } catch (const std::exception& e) {
-        on_error(item, e.what());
+      if (item.kind == kind) {
+        remove(item);
       }
     }
   }

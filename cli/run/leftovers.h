@@ -53,8 +53,9 @@ struct LeftoverScan {
 // ernicctl is gone). `libvirt_uri` is where guests' domains are looked for.
 LeftoverScan find_leftovers(const std::set<std::string>& tokens, const std::string& libvirt_uri);
 
-// Removes them, processes first (SIGTERM, then SIGKILL after `grace`), then domains, networks,
-// pools, namespaces and directories. `on_error` hears what could not be removed and why.
+// Removes them: domains first (libvirt stops their QEMU), then processes (SIGTERM, then SIGKILL
+// after `grace`), then networks, pools, namespaces and directories. `on_error` hears what could not
+// be removed and why.
 void remove_leftovers(const std::vector<Leftover>& leftovers, const std::string& libvirt_uri,
                       const std::function<void(const Leftover&, const std::string&)>& on_error,
                       std::chrono::milliseconds grace = std::chrono::milliseconds(2000));

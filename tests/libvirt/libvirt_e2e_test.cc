@@ -464,5 +464,73 @@ TEST_CASE("up then status --json then ssh then down on two guests", "[libvirt][e
   fs::remove_all(work);
 }
 
+// A QEMU that idles in firmware (its only disk is blank) under a persistent domain named for
+// `token`, its disk in the run's overlay folder as a guest's is: what a killed `up` leaves.
+void start_idle_domain(const std::string& token) {
+  fs::path folder = fs::path("/var/lib/libvirt/images") / ("ernic-" + token);
+  fs::create_directories(folder);
+  fs::path disk = folder / "blank.img";
+  fs::resize_file((std::ofstream(disk), disk), 1 << 20);
+  LibvirtConnection connection("qemu:///system");
+  std::string xml = fmt::format(R"(<domain type='qemu'>
+  <name>ernic-{}-idle</name>
+  <memory unit='MiB'>64</memory>
+  <os><type arch='x86_64'>hvm</type></os>
+  <devices>
+    <disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='{}'/>
+      <target dev='vda' bus='virtio'/></disk>
+  </devices>
+</domain>)",
+                                token, disk.string());
+  virDomainPtr domain = virDomainDefineXML(connection.get(), xml.c_str());
+  if (domain == nullptr) {
+    FAIL("define: " << libvirt_error_message());
+  }
+  if (virDomainCreate(domain) != 0) {
+    FAIL("start: " << libvirt_error_message());
+  }
+  virDomainFree(domain);
+}
+
+pid_t qemu_of(const std::vector<Leftover>& found) {
+  for (const auto& item : found) {
+    if (item.kind == "process") {
+      return std::stoi(item.name);
+    }
+  }
+  return 0;
+}
+
+// libvirt learns of a QEMU's exit asynchronously: a teardown that kills QEMU and then destroys
+// the domain (or finds QEMU already dead) raced it and left the domain defined.
+TEST_CASE("removing a killed run's leftovers takes the domain whether or not its QEMU still runs",
+          "[libvirt][e2e]") {
+  REQUIRE(::geteuid() == 0);
+  Daemons daemons;
+  for (bool kill_qemu_first : {false, true, false, true, false, true}) {
+    std::string token = random_token();
+    start_idle_domain(token);
+    auto scan = find_leftovers({token}, "qemu:///system");
+    INFO("kill QEMU first: " << kill_qemu_first);
+    pid_t qemu = qemu_of(scan.found);
+    REQUIRE(qemu > 0);
+    CHECK(scan.found.size() == 3);  // domain, its QEMU, the overlay folder
+    if (kill_qemu_first) {
+      ::kill(qemu, SIGKILL);
+    }
+    std::vector<std::string> errors;
+    remove_leftovers(scan.found, "qemu:///system",
+                     [&](const Leftover& item, const std::string& why) {
+                       errors.push_back(item.describe() + ": " + why);
+                     });
+    CHECK(errors.empty());
+    for (const auto& error : errors) {
+      std::cerr << error << "\n";
+    }
+    CHECK(leftovers(token).empty());
+    CHECK_FALSE(process_running(qemu));
+  }
+}
+
 }  // namespace
 }  // namespace ernic
