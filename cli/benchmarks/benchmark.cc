@@ -6,6 +6,23 @@
 
 namespace ernic {
 
+std::string paired_tool_error(std::string_view client_error, const CommandResult& client,
+                              std::string_view server_error) {
+  if (!client_error.empty()) {
+    if (client.ok()) {
+      return fmt::format("client: {}", client_error);
+    }
+    return fmt::format("client: {} ({})", client_error, client.describe());
+  }
+  if (!client.ok()) {
+    return fmt::format("client {} although its output is complete", client.describe());
+  }
+  if (!server_error.empty()) {
+    return fmt::format("server: {}", server_error);
+  }
+  return {};
+}
+
 void PointParams::set(const std::string& name, std::string value) {
   for (auto& [key, existing] : entries_) {
     if (key == name) {

@@ -81,6 +81,13 @@ struct ParseOutcome {
   nlohmann::json details;                 // everything the parser read, kept in the run directory
 };
 
+// The verdict every tool with a client and a server side, each printing its result or its error
+// (perftest, ibv_rc_pingpong), starts with: the client's printed error (with how the client
+// ended), then a client that failed after a complete output, then an error the server printed
+// (`server_error`: empty when the server printed none). Empty when neither side failed.
+std::string paired_tool_error(std::string_view client_error, const CommandResult& client,
+                              std::string_view server_error);
+
 // The figures a run publishes in rocm-ernic's record format (series and badges).
 struct PublishedFigures {
   std::map<std::string, std::map<std::string, double>> series;  // "bandwidth" -> {"4096": 0.39}

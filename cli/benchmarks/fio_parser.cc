@@ -8,37 +8,18 @@
 #include <cstring>
 #include <sstream>
 
+#include "benchmarks/tool_text.h"
+
 namespace ernic {
 namespace {
+
+using tool_text::line_of_offset;
+using tool_text::printable;
+using tool_text::trim;
 
 constexpr std::string_view kTool = "fio";
 
 using Json = nlohmann::json;
-
-std::string printable(std::string_view text) {
-  std::string result(text);
-  for (char& c : result) {
-    auto byte = static_cast<unsigned char>(c);
-    if (byte >= 0x7f || (byte < 0x20 && c != '\t')) {
-      c = '?';
-    }
-  }
-  return result;
-}
-
-std::string_view trim(std::string_view text) {
-  auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) {
-    return {};
-  }
-  return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
-}
-
-int line_of_offset(std::string_view text, std::size_t offset) {
-  offset = std::min(offset, text.size());
-  return 1 +
-         static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(offset), '\n'));
-}
 
 void add_note_lines(std::string_view text, int first_line, std::vector<std::string>& notes) {
   int number = first_line;

@@ -4,15 +4,14 @@
 
 #include <sstream>
 
+#include "benchmarks/tool_text.h"
+
 namespace ernic {
 namespace {
 
-constexpr const char* kTool = "iperf3";
+using tool_text::line_of_offset;
 
-int line_of(std::string_view text, std::size_t offset) {
-  return 1 + static_cast<int>(std::count(text.begin(),
-                                         text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
-}
+constexpr const char* kTool = "iperf3";
 
 // Finds the end of the JSON object starting at `begin` by matching braces outside strings.
 std::size_t object_end(std::string_view text, std::size_t begin) {
@@ -253,14 +252,14 @@ Iperf3Result parse_iperf3_unchecked(std::string_view text) {
   std::vector<std::string> notes = text_lines(text.substr(0, begin));
   std::size_t end = object_end(text, begin);
   if (end == std::string_view::npos) {
-    throw ParseError(kTool, line_of(text, begin),
+    throw ParseError(kTool, line_of_offset(text, begin),
                      "the JSON result is cut short (no closing brace)");
   }
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(replace_non_finite(text.substr(begin, end - begin)));
   } catch (const nlohmann::json::parse_error& e) {
-    throw ParseError(kTool, line_of(text, begin),
+    throw ParseError(kTool, line_of_offset(text, begin),
                      fmt::format("the JSON result is not valid: {}", e.what()));
   }
   if (doc.contains("event")) {
@@ -276,11 +275,11 @@ Iperf3Result parse_iperf3_unchecked(std::string_view text) {
         break;
       }
       try {
-        events.emplace_back(line_of(text, object_begin),
+        events.emplace_back(line_of_offset(text, object_begin),
                             nlohmann::json::parse(replace_non_finite(
                                 text.substr(object_begin, object_finish - object_begin))));
       } catch (const nlohmann::json::parse_error&) {
-        throw ParseError(kTool, line_of(text, object_begin),
+        throw ParseError(kTool, line_of_offset(text, object_begin),
                          "a --json-stream event is not valid JSON");
       }
       pos = object_finish;
@@ -290,7 +289,7 @@ Iperf3Result parse_iperf3_unchecked(std::string_view text) {
   for (auto& line : text_lines(text.substr(end))) {
     notes.push_back(std::move(line));
   }
-  return from_document(doc, std::move(notes), line_of(text, begin));
+  return from_document(doc, std::move(notes), line_of_offset(text, begin));
 }
 
 ParsedFile parse_iperf3_file(std::string_view text) {

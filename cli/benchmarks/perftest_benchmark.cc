@@ -32,17 +32,6 @@ std::string perftest_program(const std::string& verb, const std::string& mode) {
   return fmt::format("ib_{}_{}", verb, mode);
 }
 
-// perftest prints its errors on stderr and its table on stdout; read both.
-std::string combined_output(const CommandResult& result) {
-  if (result.err.empty()) {
-    return result.out;
-  }
-  if (result.out.empty() || result.out.back() == '\n') {
-    return result.out + result.err;
-  }
-  return result.out + "\n" + result.err;
-}
-
 class PerftestBenchmark final : public Benchmark {
  public:
   std::string_view tool() const override { return "perftest"; }
@@ -149,29 +138,20 @@ class PerftestBenchmark final : public Benchmark {
     std::uint64_t size = p.has("size") ? p.bytes("size") : 65536;
 
     ParseOutcome outcome;
-    PerftestOutput client_output = parse_perftest_output(combined_output(client));
+    PerftestOutput client_output = parse_perftest_output(client.output());
     outcome.details["client"] = perftest_output_to_json(client_output);
     std::optional<PerftestOutput> server_output;
     if (server != nullptr) {
-      server_output = parse_perftest_output(combined_output(*server));
+      server_output = parse_perftest_output(server->output());
       outcome.details["server"] = perftest_output_to_json(*server_output);
     }
 
-    if (!client_output.error.empty()) {
-      outcome.error = fmt::format("client: {}", client_output.error);
-      if (!client.ok()) {
-        outcome.error += fmt::format(" ({})", client.describe());
-      }
-      return outcome;
-    }
-    if (!client.ok()) {
-      outcome.error = fmt::format("client {} although its output is complete", client.describe());
-      return outcome;
-    }
     // A server that printed no table at all is fine (the server of ib_read_lat never does);
     // one that printed an error or a table cut short is not.
-    if (server_output && server_output->error_line > 0) {
-      outcome.error = fmt::format("server: {}", server_output->error);
+    std::string server_error =
+        server_output && server_output->error_line > 0 ? server_output->error : "";
+    outcome.error = paired_tool_error(client_output.error, client, server_error);
+    if (!outcome.error.empty()) {
       return outcome;
     }
     if (server != nullptr && server->term_signal == 0 && !server->timed_out &&

@@ -8,8 +8,18 @@
 #include <cmath>
 #include <set>
 
+#include "benchmarks/tool_text.h"
+
 namespace ernic {
 namespace {
+
+using tool_text::contains;
+using tool_text::parse_number;
+using tool_text::parse_unsigned;
+using tool_text::printable;
+using tool_text::split_lines;
+using tool_text::split_words;
+using tool_text::trim;
 
 constexpr std::string_view kTool = "perftest";
 
@@ -68,64 +78,6 @@ constexpr std::array<std::string_view, 22> kWcStatusNames{
     "IBV_WC_INV_EEC_STATE_ERR", "IBV_WC_FATAL_ERR",
     "IBV_WC_RESP_TIMEOUT_ERR",  "IBV_WC_GENERAL_ERR"};
 
-std::string_view trim(std::string_view text) {
-  auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) {
-    return {};
-  }
-  auto last = text.find_last_not_of(" \t\r\n");
-  return text.substr(first, last - first + 1);
-}
-
-std::vector<std::string_view> split_lines(std::string_view text) {
-  std::vector<std::string_view> lines;
-  while (!text.empty()) {
-    auto end = text.find('\n');
-    lines.push_back(text.substr(0, end));
-    if (end == std::string_view::npos) {
-      break;
-    }
-    text.remove_prefix(end + 1);
-  }
-  return lines;
-}
-
-// Columns are separated by spaces and TABs, in any mix.
-std::vector<std::string_view> split_words(std::string_view line) {
-  std::vector<std::string_view> words;
-  std::size_t at = 0;
-  while (true) {
-    at = line.find_first_not_of(" \t\r", at);
-    if (at == std::string_view::npos) {
-      break;
-    }
-    auto end = line.find_first_of(" \t\r", at);
-    words.push_back(line.substr(at, end == std::string_view::npos ? end : end - at));
-    if (end == std::string_view::npos) {
-      break;
-    }
-    at = end;
-  }
-  return words;
-}
-
-// Tool output is ASCII; anything else (a binary file, a corrupted stream) is shown as '?' so
-// that every string we report is valid UTF-8 for JSON.
-std::string printable(std::string_view text) {
-  std::string result(text);
-  for (char& c : result) {
-    auto byte = static_cast<unsigned char>(c);
-    if (byte >= 0x7f || (byte < 0x20 && c != '\t')) {
-      c = '?';
-    }
-  }
-  return result;
-}
-
-bool contains(std::string_view text, std::string_view part) {
-  return text.find(part) != std::string_view::npos;
-}
-
 std::optional<std::string> error_hint(std::string_view line) {
   constexpr std::string_view kFailedStatus = "Failed status ";
   if (auto at = line.find(kFailedStatus); at != std::string_view::npos) {
@@ -164,24 +116,6 @@ bool is_known_warning(std::string_view line) {
 
 bool is_dashed_line(std::string_view line) {
   return line.size() >= 10 && line.find_first_not_of('-') == std::string_view::npos;
-}
-
-std::optional<double> parse_number(std::string_view word) {
-  double value = 0;
-  auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), value);
-  if (ec != std::errc() || end != word.data() + word.size()) {
-    return std::nullopt;
-  }
-  return value;
-}
-
-std::optional<std::uint64_t> parse_unsigned(std::string_view word) {
-  std::uint64_t value = 0;
-  auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), value);
-  if (ec != std::errc() || end != word.data() + word.size()) {
-    return std::nullopt;
-  }
-  return value;
 }
 
 // Header words that start a two-word column name: "BW peak", "99% percentile", "tps average".

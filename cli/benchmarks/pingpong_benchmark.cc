@@ -13,16 +13,6 @@ std::string fact(const HostFacts& facts, const std::string& key) {
   return found == facts.end() ? "" : found->second;
 }
 
-std::string combined_output(const CommandResult& result) {
-  if (result.err.empty()) {
-    return result.out;
-  }
-  if (result.out.empty() || result.out.back() == '\n') {
-    return result.out + result.err;
-  }
-  return result.out + "\n" + result.err;
-}
-
 class PingpongBenchmark final : public Benchmark {
  public:
   std::string_view tool() const override { return "pingpong"; }
@@ -76,26 +66,17 @@ class PingpongBenchmark final : public Benchmark {
   ParseOutcome parse(const CommandResult* server, const CommandResult& client,
                      const PointContext& point) const override {
     ParseOutcome outcome;
-    PingpongOutput client_output = parse_pingpong_output(combined_output(client));
+    PingpongOutput client_output = parse_pingpong_output(client.output());
     outcome.details["client"] = pingpong_output_to_json(client_output);
     std::optional<PingpongOutput> server_output;
     if (server != nullptr) {
-      server_output = parse_pingpong_output(combined_output(*server));
+      server_output = parse_pingpong_output(server->output());
       outcome.details["server"] = pingpong_output_to_json(*server_output);
     }
-    if (!client_output.error.empty()) {
-      outcome.error = fmt::format("client: {}", client_output.error);
-      if (!client.ok()) {
-        outcome.error += fmt::format(" ({})", client.describe());
-      }
-      return outcome;
-    }
-    if (!client.ok()) {
-      outcome.error = fmt::format("client {} although it printed a result", client.describe());
-      return outcome;
-    }
-    if (server_output && server_output->error_line > 0) {
-      outcome.error = fmt::format("server: {}", server_output->error);
+    std::string server_error =
+        server_output && server_output->error_line > 0 ? server_output->error : "";
+    outcome.error = paired_tool_error(client_output.error, client, server_error);
+    if (!outcome.error.empty()) {
       return outcome;
     }
     const PingpongResult& result = client_output.results.back();

@@ -4,61 +4,21 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
 #include <optional>
+
+#include "benchmarks/tool_text.h"
 
 namespace ernic {
 namespace {
 
+using tool_text::contains;
+using tool_text::parse_finite_number;
+using tool_text::parse_unsigned;
+using tool_text::printable;
+using tool_text::split_words;
+
 constexpr std::string_view kTool = "pingpong";
-
-std::vector<std::string_view> split_words(std::string_view line) {
-  std::vector<std::string_view> words;
-  std::size_t at = 0;
-  while ((at = line.find_first_not_of(" \t\r", at)) != std::string_view::npos) {
-    auto end = line.find_first_of(" \t\r", at);
-    words.push_back(line.substr(at, end == std::string_view::npos ? line.size() - at : end - at));
-    if (end == std::string_view::npos) {
-      break;
-    }
-    at = end;
-  }
-  return words;
-}
-
-std::string printable(std::string_view text) {
-  std::string result(text);
-  for (char& c : result) {
-    auto byte = static_cast<unsigned char>(c);
-    if (byte >= 0x7f || (byte < 0x20 && c != '\t')) {
-      c = '?';
-    }
-  }
-  return result;
-}
-
-bool contains(std::string_view text, std::string_view part) {
-  return text.find(part) != std::string_view::npos;
-}
-
-std::optional<double> parse_number(std::string_view word) {
-  double value = 0;
-  auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), value);
-  if (ec != std::errc() || end != word.data() + word.size() || !std::isfinite(value)) {
-    return std::nullopt;
-  }
-  return value;
-}
-
-std::optional<std::uint64_t> parse_unsigned(std::string_view word) {
-  std::uint64_t value = 0;
-  auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), value);
-  if (ec != std::errc() || end != word.data() + word.size()) {
-    return std::nullopt;
-  }
-  return value;
-}
 
 // "<count> <what> in <seconds> seconds = <rate> <unit>"
 struct RateLine {
@@ -74,8 +34,8 @@ std::optional<RateLine> parse_rate_line(const std::vector<std::string_view>& wor
     return std::nullopt;
   }
   auto count = parse_unsigned(words[0]);
-  auto seconds = parse_number(words[3]);
-  auto rate = parse_number(words[6]);
+  auto seconds = parse_finite_number(words[3]);
+  auto rate = parse_finite_number(words[6]);
   if (!count || !seconds || !rate) {
     return std::nullopt;
   }

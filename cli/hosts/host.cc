@@ -52,6 +52,16 @@ std::string CommandSpec::display() const {
   return line;
 }
 
+std::string CommandResult::output() const {
+  if (err.empty()) {
+    return out;
+  }
+  if (out.empty() || out.back() == '\n') {
+    return out + err;
+  }
+  return out + "\n" + err;
+}
+
 std::string CommandResult::describe() const {
   if (interrupted) {
     return "interrupted";

@@ -42,6 +42,9 @@ struct CommandResult {
   bool ok() const { return !timed_out && !interrupted && term_signal == 0 && exit_code == 0; }
   // "exit status 1", "timed out after 30.0 s", "killed by signal 9 (Killed)", "interrupted".
   std::string describe() const;
+  // stdout then stderr, as a terminal would have shown them (tools print errors on stderr in the
+  // middle of their tables, and parsers read both).
+  std::string output() const;
 };
 
 enum class OutputStream { kStdout, kStderr };

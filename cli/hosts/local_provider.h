@@ -1,0 +1,25 @@
+// The `local` provider: this machine itself. Other providers whose hosts are this machine under
+// another role (the embedded emulator's load-generator endpoints) build on it.
+#pragma once
+
+#include "hosts/provider.h"
+
+namespace ernic {
+
+class LocalProvider : public HostProvider {
+ public:
+  std::string_view name() const override { return "local"; }
+  std::string_view description() const override {
+    return "This machine; commands run as child processes of ernicctl";
+  }
+  const ObjectSchema& host_schema() const override;
+  // A host's `address`, 127.0.0.1 by default.
+  std::vector<std::string> planned_addresses(const std::vector<HostSpec>& hosts,
+                                             const YAML::Node& scenario) const override;
+  std::vector<std::string> describe(const std::vector<HostSpec>& hosts,
+                                    const ProviderContext& context) const override;
+  std::vector<std::unique_ptr<Host>> create(const std::vector<HostSpec>& hosts,
+                                            ProviderContext& context) override;
+};
+
+}  // namespace ernic
