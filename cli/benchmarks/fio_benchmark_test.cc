@@ -4,18 +4,14 @@
 
 #include "benchmarks/registry.h"
 
+#include "samples.h"
+
 namespace ernic {
 namespace {
 
 using Argv = std::vector<std::string>;
 
-std::string read_sample(const std::string& name) {
-  std::ifstream in(std::string(ERNIC_SAMPLES_DIR) + "/" + name, std::ios::binary);
-  REQUIRE(in.good());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::read_sample;
 
 const Benchmark& fio() {
   const Benchmark* found = find_benchmark("fio");

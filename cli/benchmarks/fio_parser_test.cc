@@ -4,16 +4,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "samples.h"
+
 namespace ernic {
 namespace {
 
-std::string read_sample(const std::string& name) {
-  std::ifstream in(std::string(ERNIC_SAMPLES_DIR) + "/" + name, std::ios::binary);
-  REQUIRE(in.good());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::read_sample;
 
 TEST_CASE("fio 3.33 JSON after a note: line, nanoseconds converted", "[fio]") {
   FioOutput output = parse_fio_output(read_sample("fio-3.33-json-with-note-prefix.txt"));

@@ -1,25 +1,14 @@
 #include "benchmarks/iperf3_parser.h"
 
 #include <catch2/catch.hpp>
-#include <fstream>
-#include <sstream>
 
-namespace {
-
-std::string sample(const std::string& name) {
-  std::ifstream in(std::string(ERNIC_SAMPLES_DIR) + "/" + name, std::ios::binary);
-  REQUIRE(in);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-}  // namespace
+#include "samples.h"
 
 using Catch::Matchers::Contains;
+using ernic::testing::read_sample;
 
 TEST_CASE("iperf3 TCP client output between namespaces") {
-  auto result = ernic::parse_iperf3(sample("iperf3_netns.client.json"));
+  auto result = ernic::parse_iperf3(read_sample("iperf3_netns.client.json"));
   CHECK(result.version == "3.12");
   CHECK(result.protocol == "TCP");
   CHECK(result.streams == 1);
@@ -30,12 +19,12 @@ TEST_CASE("iperf3 TCP client output between namespaces") {
 }
 
 TEST_CASE("iperf3 UDP output with and without sum_sent/sum_received") {
-  auto modern = ernic::parse_iperf3(sample("iperf3_netns_udp.client.json"));
+  auto modern = ernic::parse_iperf3(read_sample("iperf3_netns_udp.client.json"));
   CHECK(modern.protocol == "UDP");
   CHECK(*modern.receiver_bits_per_second == Approx(99955922.5418392));
   CHECK(*modern.jitter_ms == Approx(0.003731380261473445));
 
-  auto old = ernic::parse_iperf3(sample("iperf3-3.9-client-udp-openwisp.json"));
+  auto old = ernic::parse_iperf3(read_sample("iperf3-3.9-client-udp-openwisp.json"));
   CHECK(old.version == "3.9");
   CHECK_FALSE(old.sender_bits_per_second.has_value());
   CHECK(*old.receiver_bits_per_second == Approx(1048569.7085817485));
@@ -43,7 +32,7 @@ TEST_CASE("iperf3 UDP output with and without sum_sent/sum_received") {
 }
 
 TEST_CASE("iperf3 omitted warm-up intervals are counted apart") {
-  auto result = ernic::parse_iperf3(sample("iperf3-3.9-client-tcp.json"));
+  auto result = ernic::parse_iperf3(read_sample("iperf3-3.9-client-tcp.json"));
   CHECK(result.omitted_intervals == 3);
   CHECK(result.intervals == 10);
   CHECK(*result.receiver_bits_per_second == Approx(464786288.6001836));
@@ -57,20 +46,21 @@ TEST_CASE("every recorded iperf3 result sample parses") {
         "libvirt_iperf3_t5.client.json", "libvirt_iperf3_host_to_guest_t5.client.json",
         "pipeline_iperf3_t5.client.json", "iperf3-3.9-client-tcp-loopback-openwisp.json"}) {
     INFO(name);
-    auto result = ernic::parse_iperf3(sample(name));
+    auto result = ernic::parse_iperf3(read_sample(name));
     CHECK(result.bandwidth_bits_per_second() > 0);
   }
 }
 
 TEST_CASE("iperf3 failures are errors, not results, even when iperf3 exited 0") {
-  CHECK_THROWS_WITH(ernic::parse_iperf3(sample("iperf3_error_no_server.client.json")),
+  CHECK_THROWS_WITH(ernic::parse_iperf3(read_sample("iperf3_error_no_server.client.json")),
                     Contains("unable to connect to server: Connection refused"));
-  CHECK_THROWS_WITH(ernic::parse_iperf3(sample("iperf3-3.7-error-connection-refused.json")),
+  CHECK_THROWS_WITH(ernic::parse_iperf3(read_sample("iperf3-3.7-error-connection-refused.json")),
                     Contains("iperf3 reported an error"));
-  CHECK_THROWS_WITH(ernic::parse_iperf3(sample("iperf3-3.7-error-auth.json")),
+  CHECK_THROWS_WITH(ernic::parse_iperf3(read_sample("iperf3-3.7-error-auth.json")),
                     Contains("iperf3 reported an error"));
-  CHECK_THROWS_WITH(ernic::parse_iperf3(sample("iperf3-json-stream-error-server-busy-issue.txt")),
-                    Contains("the server is busy"));
+  CHECK_THROWS_WITH(
+      ernic::parse_iperf3(read_sample("iperf3-json-stream-error-server-busy-issue.txt")),
+      Contains("the server is busy"));
   CHECK_THROWS_WITH(ernic::parse_iperf3(""), Contains("no JSON result"));
   CHECK_THROWS_WITH(ernic::parse_iperf3("iperf3: error - unable to connect to server\n"),
                     Contains("unable to connect to server"));
@@ -79,7 +69,7 @@ TEST_CASE("iperf3 failures are errors, not results, even when iperf3 exited 0") 
 }
 
 TEST_CASE("iperf3 warning lines before, error lines after, and -nan values") {
-  std::string json = sample("iperf3_netns.client.json");
+  std::string json = read_sample("iperf3_netns.client.json");
   auto cpu = json.find("\"host_total\":");
   REQUIRE(cpu != std::string::npos);
   auto value_begin = json.find_first_of("0123456789", cpu);

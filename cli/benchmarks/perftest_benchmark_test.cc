@@ -5,18 +5,14 @@
 
 #include "benchmarks/registry.h"
 
+#include "samples.h"
+
 namespace ernic {
 namespace {
 
 using Argv = std::vector<std::string>;
 
-std::string read_sample(const std::string& name) {
-  std::ifstream in(std::string(ERNIC_SAMPLES_DIR) + "/" + name, std::ios::binary);
-  REQUIRE(in.good());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::read_sample;
 
 // Command lines only need the server's address; nothing here runs a command.
 class AddressOnlyHost final : public Host {

@@ -6,16 +6,12 @@
 #include <set>
 #include <sstream>
 
+#include "samples.h"
+
 namespace ernic {
 namespace {
 
-std::string read_sample(const std::string& name) {
-  std::ifstream in(std::string(ERNIC_SAMPLES_DIR) + "/" + name, std::ios::binary);
-  REQUIRE(in.good());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::read_sample;
 
 // The sample with its lines [from, to) replaced by `replacement` (1-based, like the parser's
 // line numbers).

@@ -34,7 +34,7 @@ const Benchmark& pingpong() {
   return *found;
 }
 
-// The client half of ../shared/samples/ibv_rc_pingpong-rxe-server-and-client.txt.
+// The client half of tests/samples/ibv_rc_pingpong-rxe-server-and-client.txt.
 constexpr const char* kClientOutput =
     "  local address:  LID 0x0000, QPN 0x000012, PSN 0xdedad9, GID fe80::9c7f:f4ff:feaf:f293\n"
     "  remote address: LID 0x0000, QPN 0x000011, PSN 0xd24ed4, GID fe80::9c7f:f4ff:feaf:f293\n"

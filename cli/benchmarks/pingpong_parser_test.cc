@@ -4,16 +4,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "samples.h"
+
 namespace ernic {
 namespace {
 
-std::string read_sample(const std::string& name) {
-  std::ifstream in(std::string(ERNIC_SAMPLES_DIR) + "/" + name, std::ios::binary);
-  REQUIRE(in.good());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::read_sample;
 
 TEST_CASE("pingpong: server and client results from a soft-RoCE transcript", "[pingpong]") {
   PingpongOutput output =
