@@ -92,7 +92,7 @@ struct Endpoint {
     MemoryKeys keys;
   };
 
-  Endpoint(const PerfOptions& o, std::uint64_t max_size) : client(o.socket) {
+  Endpoint(ShmClient& device, const PerfOptions& o, std::uint64_t max_size) : client(device) {
     slot_size = std::max<std::uint64_t>(max_size, 64);
     // Without --verify messages may share buffers (perftest uses one): a small working set
     // stays in the CPU caches, as iperf3's does. With it, every message in flight owns a slot.
@@ -174,7 +174,7 @@ struct Endpoint {
     return c;
   }
 
-  ShmClient client;
+  ShmClient& client;
   std::uint32_t pd = 0;
   std::uint32_t cq = 0;
   std::uint64_t slot_size = 0;
@@ -559,13 +559,16 @@ std::string header_line(const PerfOptions& o) {
 }
 
 int run_client(const PerfOptions& o, std::ostream& out) {
+  // The instance first, as perftest opens its device before it dials: a wrong socket is
+  // reported at once, not after the server answered.
+  ShmClient device(o.socket);
   OobChannel oob = OobChannel::connect(o.server, o.port);
   oob.send_line(header_line(o));
   const std::string reply = oob.receive_line();
   if (!reply.starts_with("OK ")) {
     throw std::runtime_error("server refused the test: " + reply);
   }
-  Endpoint e(o, *std::max_element(o.sizes.begin(), o.sizes.end()));
+  Endpoint e(device, o, *std::max_element(o.sizes.begin(), o.sizes.end()));
   e.connect(reply.substr(3));
   oob.send_line("QPS " + e.describe());
   if (oob.receive_line() != "READY") {
@@ -608,6 +611,9 @@ int run_client(const PerfOptions& o, std::ostream& out) {
 }
 
 int run_server(const PerfOptions& o, std::ostream& out) {
+  // The instance before the wait for a client, as perftest opens its device first: a server
+  // with a wrong socket fails now instead of waiting for a client that will fail with it.
+  ShmClient device(o.socket);
   OobChannel oob = OobChannel::listen(o.bind, o.port);
   out << waiting_banner();
   out.flush();
@@ -637,7 +643,7 @@ int run_server(const PerfOptions& o, std::ostream& out) {
       throw std::runtime_error("bad test parameters from the client");
     }
   }
-  Endpoint e(s, *std::max_element(s.sizes.begin(), s.sizes.end()));
+  Endpoint e(device, s, *std::max_element(s.sizes.begin(), s.sizes.end()));
   oob.send_line("OK " + e.describe());
   const std::string qps = oob.receive_line();
   if (!qps.starts_with("QPS ")) {

@@ -125,6 +125,21 @@ TEST_CASE("perf without a server fails like perftest") {
       {"perf", "send_bw", "--socket", (dir.path() / "none.sock").string(), "-p", port, "127.0.0.1"},
       dir.path() / "orphan.txt");
   CHECK(wait_exit(orphan, std::chrono::seconds(20)) == 1);
+  CHECK_THAT(read_all(dir.path() / "orphan.txt"), Catch::Contains("none.sock"));
+}
+
+// perftest opens its device before it waits: a server given a wrong socket must fail at once
+// rather than wait for a client (its 10 x --timeout accept wait would outlast the test).
+TEST_CASE("perf server with no instance at its socket fails before waiting for a client") {
+  TestDir dir("perf-nosocket");
+  const pid_t server = spawn({"perf", "write_bw", "--socket", (dir.path() / "none.sock").string(),
+                              "-p", port_for_test(23)},
+                             dir.path() / "server.txt");
+  CHECK(wait_exit(server, std::chrono::seconds(20)) == 1);
+  const std::string output = read_all(dir.path() / "server.txt");
+  CHECK_THAT(output, Catch::Contains("cannot attach to the ERNIC instance"));
+  CHECK_THAT(output, Catch::Contains("none.sock"));
+  CHECK_FALSE(output.find("Waiting for client") != std::string::npos);
 }
 
 }  // namespace
