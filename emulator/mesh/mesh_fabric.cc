@@ -413,10 +413,7 @@ bool MeshFabric::on_control(Connection& c, const FrameHeader& h, std::span<const
           close_connection(*it->second, "replaced by a new connection", false);
         }
         peers_[c.peer] = &c;
-        if (!c.counted) {
-          c.counted = true;
-          ++stats_.peers;
-        }
+        count_peer(c);
         log_.info("mesh: node {} connected from {}", c.peer, c.label);
       }
       return true;
@@ -469,10 +466,7 @@ bool MeshFabric::on_control(Connection& c, const FrameHeader& h, std::span<const
         c.peer = node;
         log_.info("mesh: connected to node {} at {}", node, c.label);
       }
-      if (!c.counted) {
-        c.counted = true;
-        ++stats_.peers;
-      }
+      count_peer(c);
       write_some(c);
       return true;
     }
@@ -502,10 +496,7 @@ bool MeshFabric::on_control(Connection& c, const FrameHeader& h, std::span<const
     }
     c.peer = node.id;
     peers_[node.id] = &c;
-    if (!c.counted) {
-      c.counted = true;
-      ++stats_.peers;
-    }
+    count_peer(c);
     log_.info("mesh: worker {} registered from {} (GIDs: {})", node.id, c.label,
               fmt::join(node.gids, ","));
     nodes_.push_back(node);
@@ -582,6 +573,17 @@ void MeshFabric::apply_topology(std::vector<MeshNode> nodes) {
   }
 }
 
+void MeshFabric::count_peer(Connection& c) {
+  if (c.counted) {
+    return;
+  }
+  c.counted = true;
+  ++stats_.peers;
+  if (on_peers_changed_) {
+    on_peers_changed_();
+  }
+}
+
 void MeshFabric::close_connection(Connection& c, const std::string& reason, bool lost) {
   if (c.phase == Connection::Phase::kClosed) {
     return;
@@ -606,6 +608,9 @@ void MeshFabric::close_connection(Connection& c, const std::string& reason, bool
   if (c.counted) {
     c.counted = false;
     --stats_.peers;
+    if (on_peers_changed_) {
+      on_peers_changed_();
+    }
   }
   if (owned_peer && lost && receiver_ != nullptr && !shut_down_) {
     receiver_->peer_lost(peer);

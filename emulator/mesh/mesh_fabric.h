@@ -73,6 +73,8 @@ class MeshFabric final : public Fabric {
   void shutdown();
   std::uint16_t listen_port() const { return listen_port_; }
   const MeshStats& stats() const { return stats_; }
+  // Called whenever stats().peers changes, so a stats snapshot can follow the mesh at once.
+  void on_peers_changed(std::function<void()> callback) { on_peers_changed_ = std::move(callback); }
 
   NodeId local_node() const override { return node_id_; }
   std::optional<NodeId> resolve_gid(std::string_view gid) const override;
@@ -95,6 +97,8 @@ class MeshFabric final : public Fabric {
   void send_control(Connection& c, std::uint8_t op, std::basic_string<std::byte> body);
   void reject(Connection& c, const std::string& reason);
   void close_connection(Connection& c, const std::string& reason, bool lost = true);
+  // Counts an established connection in stats_.peers, once.
+  void count_peer(Connection& c);
   void broadcast_topology();
   void apply_topology(std::vector<MeshNode> nodes);
   void heartbeat();
@@ -117,6 +121,7 @@ class MeshFabric final : public Fabric {
   bool shut_down_ = false;
   std::function<void()> on_ready_;
   std::function<void(const std::string&)> on_fatal_;
+  std::function<void()> on_peers_changed_;
   EventLoop::Clock::time_point manager_dial_deadline_;
   struct SelfFrame {
     FrameHeader header;

@@ -216,6 +216,10 @@ int run_instance(const InstanceConfig& config) {
       return;
     }
     stats_tick();
+    if (mesh) {
+      // `ernicctl stats` right after `up` shows the mesh as it is, not as it was a second ago.
+      mesh->on_peers_changed([&] { write_stats(config.stats_file, counters); });
+    }
     log.info("{} (node {}, backend {}, socket {}, GIDs {}, MAC {})", kReadyLine,
              fabric->local_node(),
              config.backend.kind == Backend::Kind::kLoopback ? "loopback"

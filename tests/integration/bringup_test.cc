@@ -97,6 +97,11 @@ TEST_CASE(
   }
   CHECK(namespaces().size() == before.size() + 2);
 
+  // Right after `up` the manager's figures already count the worker that joined last.
+  auto manager = run_ernicctl({"stats", "1", "--state-dir", state});
+  CHECK(manager.exit_code == 0);
+  CHECK_THAT(manager.out, Contains("mesh_peers : 1\n"));
+
   auto again = run_ernicctl({"up", (dir / "scenario.yaml").string(), "--state-dir", state});
   CHECK(again.exit_code == 2);
   CHECK_THAT(again.err, Contains("run `ernicctl down` first"));
