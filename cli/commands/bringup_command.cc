@@ -10,10 +10,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "commands/commands.h"
 #include "common/interrupt.h"
@@ -134,11 +136,6 @@ int up(const UpFlags& flags) {
   }
   auto scenario = load_or_report(flags.scenario, flags.sets);
   if (!scenario) {
-    return kExitBadInput;
-  }
-  if (scenario->emulator.kind == "external") {
-    std::cerr << "ernicctl up cannot leave external (rocm-ernic) instances running yet: they "
-                 "stop with ernicctl. Use `ernicctl run`, or the embedded emulator.\n";
     return kExitBadInput;
   }
   Plan plan = make_plan(*scenario);
@@ -412,11 +409,40 @@ int ssh_command(const StateFlags& flags, const std::string& name,
 
 // --- down ---------------------------------------------------------------------------------
 
+// The instances `up` recorded, when they still run: found by name only if their sockets are in
+// the run's default directory, and an external server may have been given another one. A pid
+// counts only while its command line still names the instance's socket (pids get reused).
+void add_recorded_instances(const json& state, LeftoverScan& scan) {
+  std::string token = state["run_token"];
+  if (scan.live_tokens.contains(token)) {
+    return;
+  }
+  for (const auto& instance : state.value("instances", json::array())) {
+    if (!instance.contains("pid") || !instance.contains("socket")) {
+      continue;
+    }
+    auto pid = instance["pid"].get<long>();
+    std::string pid_text = std::to_string(pid);
+    std::ifstream in(fmt::format("/proc/{}/cmdline", pid), std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    bool found = std::any_of(scan.found.begin(), scan.found.end(), [&](const Leftover& item) {
+      return item.kind == "process" && item.name == pid_text;
+    });
+    if (!found && process_alive(pid) &&
+        cmdline.find(instance["socket"].get<std::string>()) != std::string::npos) {
+      scan.found.insert(scan.found.begin(), Leftover{token, "process", pid_text});
+    }
+  }
+}
+
 int down_command(const StateFlags& flags, bool list_only) {
   auto state = read_state(flags);
   std::string uri = state ? libvirt_uri_of(*state) : kDefaultLibvirtUri;
   // Everything of the run `up` started, and of every run whose ernicctl is gone.
   LeftoverScan scan = find_leftovers({}, uri);
+  if (state) {
+    add_recorded_instances(*state, scan);
+  }
   for (const auto& note : scan.notes) {
     std::cerr << "note: " << note << "\n";
   }
@@ -430,12 +456,16 @@ int down_command(const StateFlags& flags, bool list_only) {
     return kExitOk;
   }
   int failures = 0;
+  std::set<std::string> failed;
   remove_leftovers(scan.found, uri, [&](const Leftover& item, const std::string& why) {
     ++failures;
+    failed.insert(item.describe());
     std::cerr << fmt::format("could not remove {}: {}\n", item.describe(), why);
   });
   for (const auto& item : scan.found) {
-    fmt::print("removed {} (run {})\n", item.describe(), item.token);
+    if (!failed.contains(item.describe())) {
+      fmt::print("removed {} (run {})\n", item.describe(), item.token);
+    }
   }
   if (state) {
     std::error_code ignored;

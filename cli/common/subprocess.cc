@@ -34,6 +34,16 @@ int poll_timeout_ms(Clock::time_point deadline) {
   return left < 0 ? 0 : static_cast<int>(std::min<long long>(left, 1 << 30));
 }
 
+// dup2() that also works when `fd` already is `target` (ernicctl started with that descriptor
+// closed): the close-on-exec flag is cleared either way. Async-signal-safe.
+void install_fd(int fd, int target) {
+  if (fd == target) {
+    ::fcntl(fd, F_SETFD, 0);
+  } else {
+    ::dup2(fd, target);
+  }
+}
+
 // Writes errno and a stage marker to the error pipe; the parent turns it into a SpawnError.
 [[noreturn]] void child_fail(int error_fd, int stage) {
   int payload[2] = {stage, errno};
@@ -47,6 +57,9 @@ std::unique_ptr<Subprocess> Subprocess::spawn(const SpawnOptions& options,
                                               OutputCallback on_output) {
   if (options.argv.empty()) {
     throw SpawnError("empty command");
+  }
+  if (options.may_outlive_ernicctl && options.output_file.empty()) {
+    throw std::logic_error("a process that may outlive ernicctl needs an output file");
   }
   // Everything the child needs is prepared before fork(): after it only async-signal-safe calls.
   std::vector<std::string> env_storage;
@@ -91,6 +104,8 @@ std::unique_ptr<Subprocess> Subprocess::spawn(const SpawnOptions& options,
     throw SpawnError(fmt::format("cannot run {}: pipe: {}", options.argv[0], std::strerror(errno)));
   }
   const char* stdin_path = options.stdin_file.empty() ? "/dev/null" : options.stdin_file.c_str();
+  const char* output_path = options.output_file.empty() ? nullptr : options.output_file.c_str();
+  const bool die_with_parent = !options.may_outlive_ernicctl;
   pid_t parent = ::getpid();
 
   pid_t pid = ::fork();
@@ -102,9 +117,11 @@ std::unique_ptr<Subprocess> Subprocess::spawn(const SpawnOptions& options,
     // order; and the orchestrator can kill everything a command started.
     ::setpgid(0, 0);
     // Die with ernicctl even when it is killed outright.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) {
-      ::_exit(127);
+    if (die_with_parent) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) {
+        ::_exit(127);
+      }
     }
     sigset_t none;
     sigemptyset(&none);
@@ -115,13 +132,22 @@ std::unique_ptr<Subprocess> Subprocess::spawn(const SpawnOptions& options,
     if (netns_fd >= 0 && ::setns(netns_fd, CLONE_NEWNET) != 0) {
       child_fail(status_pipe[1], 1);
     }
-    int in = ::open(stdin_path, O_RDONLY);
+    int in = ::open(stdin_path, O_RDONLY | O_CLOEXEC);
     if (in < 0) {
       child_fail(status_pipe[1], 2);
     }
-    ::dup2(in, 0);
-    ::dup2(out_pipe[1], 1);
-    ::dup2(err_pipe[1], 2);
+    install_fd(in, 0);
+    if (output_path != nullptr) {
+      int out = ::open(output_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (out < 0) {
+        child_fail(status_pipe[1], 4);
+      }
+      install_fd(out, 1);
+      install_fd(out, 2);
+    } else {
+      ::dup2(out_pipe[1], 1);
+      ::dup2(err_pipe[1], 2);
+    }
     ::execvpe(argv[0], argv.data(), envp.data());
     child_fail(status_pipe[1], 3);
   }
@@ -144,6 +170,7 @@ std::unique_ptr<Subprocess> Subprocess::spawn(const SpawnOptions& options,
     ::close(err_pipe[0]);
     const char* stage = payload[0] == 1   ? "cannot enter network namespace"
                         : payload[0] == 2 ? "cannot open standard input"
+                        : payload[0] == 4 ? "cannot open its output file"
                                           : "cannot execute";
     std::string hint = payload[1] == ENOENT && payload[0] == 3 ? " (not found in PATH)" : "";
     throw SpawnError(fmt::format("cannot run {}: {}: {}{}", options.argv[0], stage,
@@ -154,6 +181,14 @@ std::unique_ptr<Subprocess> Subprocess::spawn(const SpawnOptions& options,
   process->pid_ = pid;
   process->pidfd_ = open_pidfd(pid);
   process->on_output_ = std::move(on_output);
+  process->may_outlive_ = options.may_outlive_ernicctl;
+  if (output_path != nullptr) {
+    // The pipes' write ends went to nobody: the reader would only see end of file.
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    process->output_done_ = true;
+    return process;
+  }
   int out_fd = out_pipe[0];
   int err_fd = err_pipe[0];
   process->reader_ =
@@ -210,7 +245,20 @@ void Subprocess::read_output(int out_fd, int err_fd) {
   output_changed_.notify_all();
 }
 
+void Subprocess::release() {
+  if (!may_outlive_) {
+    throw std::logic_error("only a process spawned with may_outlive_ernicctl can be released");
+  }
+  released_ = true;
+}
+
 Subprocess::~Subprocess() {
+  if (released_) {
+    if (pidfd_ >= 0) {
+      ::close(pidfd_);
+    }
+    return;
+  }
   if (!reaped_) {
     signal_group(SIGKILL);
     reap_if_exited(true);

@@ -31,6 +31,13 @@ struct SpawnOptions {
   std::string netns_path;
   // Standard input: empty means /dev/null.
   std::string stdin_file;
+  // When set, stdout and stderr are appended to this file instead of being read by ernicctl
+  // (stdout_text() stays empty): a process that may outlive ernicctl must not write into a pipe
+  // nobody reads any more.
+  std::string output_file;
+  // Whether the process may run on after ernicctl exits (see Subprocess::release()); otherwise
+  // it is killed when ernicctl dies, even by SIGKILL. Needs output_file.
+  bool may_outlive_ernicctl = false;
 };
 
 // A child process in its own process group, with stdout and stderr drained by a reader thread
@@ -55,6 +62,10 @@ class Subprocess {
   // Waits until `pattern` matches a complete line of output. False on exit, deadline or Ctrl-C.
   bool wait_for_line(const std::regex& pattern, std::chrono::steady_clock::time_point deadline);
 
+  // Stops owning the process: the destructor leaves it running (`ernicctl up`). Only for a
+  // process spawned with may_outlive_ernicctl.
+  void release();
+
   // Sends `signal_number` to the whole process group.
   void signal_group(int signal_number);
   // SIGTERM, up to `grace`, then SIGKILL; returns once reaped.
@@ -78,6 +89,8 @@ class Subprocess {
   pid_t pid_ = -1;
   int pidfd_ = -1;
   bool reaped_ = false;
+  bool may_outlive_ = false;
+  bool released_ = false;
   int exit_code_ = -1;
   int term_signal_ = 0;
   OutputCallback on_output_;

@@ -39,6 +39,9 @@ struct EmulatorContext {
   std::filesystem::path run_dir;
   std::string run_token;
   CleanupStack* cleanup = nullptr;
+  // `ernicctl up`: the instances will be left running (RunningEmulator::detach()), so they must
+  // not be tied to ernicctl's life.
+  bool bring_up = false;
 };
 
 // One value of the scenario's `emulator.kind`: none, embedded (this repository's emulator),

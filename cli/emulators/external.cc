@@ -117,6 +117,7 @@ std::vector<ExternalInstancePlan> plan_external_instances(const ExternalSettings
     plan.socket = socket_dir / fmt::format("instance{}.sock", id);
     plan.log = log_dir / fmt::format("instance{}.log", id);
     plan.stats = log_dir / fmt::format("instance{}.stats", id);
+    plan.console = log_dir / fmt::format("instance{}.console", id);
     std::string backend = id == 1
                               ? fmt::format("tcp:manager:listen:{}", settings.mesh_port)
                               : fmt::format("tcp:worker:{}:{}", settings.bind, settings.mesh_port);
@@ -172,10 +173,8 @@ struct Instance {
   }
   // The log file and the process's own output, whichever the server wrote to.
   std::string log_tail() const {
-    std::string tail = last_lines(read_file(plan.log), 10);
-    if (process) {
-      tail += last_lines(process->stdout_text() + process->stderr_text(), 10);
-    }
+    std::string tail =
+        last_lines(read_file(plan.log), 10) + last_lines(read_file(plan.console), 10);
     return tail.empty() ? "    (no log output)\n" : tail;
   }
   std::string exit_description() const {
@@ -194,8 +193,7 @@ struct Instance {
       }
       return false;
     };
-    return matches(read_file(plan.log)) || matches(process->stdout_text()) ||
-           matches(process->stderr_text());
+    return matches(read_file(plan.log)) || matches(read_file(plan.console));
   }
 };
 
@@ -274,10 +272,12 @@ nlohmann::json manifest_of(const Instances& instances) {
 
 class RunningExternal final : public RunningEmulator {
  public:
-  RunningExternal(ExternalSettings settings, Instances instances, std::string version)
+  RunningExternal(ExternalSettings settings, Instances instances, std::string version,
+                  bool detachable)
       : settings_(std::move(settings)),
         instances_(std::move(instances)),
-        version_(std::move(version)) {}
+        version_(std::move(version)),
+        detachable_(detachable) {}
 
   std::string check_alive() override {
     std::string report;
@@ -306,6 +306,15 @@ class RunningExternal final : public RunningEmulator {
     throw std::out_of_range(fmt::format("no emulator instance {}", id));
   }
   nlohmann::json manifest() const override { return manifest_of(instances_); }
+  bool detach() override {
+    if (!detachable_) {
+      return false;
+    }
+    for (const auto& instance : instances_) {
+      instance->process->release();
+    }
+    return true;
+  }
   nlohmann::json record() const override {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& instance : instances_) {
@@ -326,6 +335,7 @@ class RunningExternal final : public RunningEmulator {
   ExternalSettings settings_;
   Instances instances_;
   std::string version_;
+  bool detachable_;  // started to outlive ernicctl (`ernicctl up`)
 };
 
 const ObjectSchema& external_schema() {
@@ -473,20 +483,19 @@ class ExternalEmulator final : public EmulatorKind {
         auto instance = std::make_shared<Instance>();
         instance->plan = std::move(plan);
         std::filesystem::remove(instance->plan.socket);  // a stale socket would read as ready
+        // Output goes to a file, not a pipe: an instance `ernicctl up` leaves running keeps
+        // printing after ernicctl is gone.
         instance->process = Subprocess::spawn({.argv = instance->plan.argv,
                                                .env = instance->plan.env,
                                                .netns_path = "",
-                                               .stdin_file = ""},
+                                               .stdin_file = "",
+                                               .output_file = instance->plan.console.string(),
+                                               .may_outlive_ernicctl = context.bring_up},
                                               {});
         instances.push_back(instance);
         context.cleanup->push(
             fmt::format("stop {}", instance->name()),
-            [instance, stop = settings.stop_timeout, log_dir] {
-              instance->process->terminate(stop);
-              instance->process->finish_output(std::chrono::milliseconds(500));
-              std::ofstream(log_dir / fmt::format("instance{}.console", instance->plan.id))
-                  << instance->process->stdout_text() << instance->process->stderr_text();
-            });
+            [instance, stop = settings.stop_timeout] { instance->process->terminate(stop); });
         if (instance->plan.id == 1) {
           wait_ready(*instance, settings, deadline_from_now());
         }
@@ -501,7 +510,7 @@ class ExternalEmulator final : public EmulatorKind {
     }
     std::ofstream(context.run_dir / "instances.json") << manifest_of(instances).dump(2) << "\n";
     return std::make_unique<RunningExternal>(std::move(settings), std::move(instances),
-                                             std::move(version));
+                                             std::move(version), context.bring_up);
   }
 };
 

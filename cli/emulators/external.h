@@ -47,6 +47,7 @@ struct ExternalInstancePlan {
   std::string gids;  // ERNIC_TCP_GUEST_GIDS
   std::string tap;   // empty without tap
   std::filesystem::path socket, log, stats;
+  std::filesystem::path console;  // what the server prints on stdout and stderr
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env;
 };

@@ -237,8 +237,10 @@ void Executor::start_emulator() {
   }
   status_.phase(fmt::format("starting {} emulator instances ({})",
                             kind->instance_count(settings.config), settings.kind));
-  EmulatorContext context{
-      .run_dir = result_.run_dir, .run_token = run_token_, .cleanup = &cleanup_};
+  EmulatorContext context{.run_dir = result_.run_dir,
+                          .run_token = run_token_,
+                          .cleanup = &cleanup_,
+                          .bring_up = options_.bring_up_only};
   emulator_ = kind->start(settings.config, context);
 }
 

@@ -9,6 +9,7 @@
 
 #include "emulators/registry.h"
 #include "ernicctl_runner.h"
+#include "run/leftovers.h"
 
 using Catch::Matchers::Contains;
 using namespace ernic;
@@ -252,5 +253,54 @@ TEST_CASE("Ctrl-C while the instances start stops them and removes their sockets
     }
   }
   CHECK_FALSE(sockets_left);
+  std::filesystem::remove_all(dir);
+}
+
+// rocm-ernic's developers bring their instances up once and run playbooks against them: the
+// instances must outlive ernicctl, and `down` must find them from what `up` recorded even with
+// the sockets in a directory of the user's choosing.
+TEST_CASE(
+    "up leaves external instances running after ernicctl exits; status sees them; down "
+    "stops them") {
+  auto dir = fresh_dir("ext-up");
+  auto before = namespaces();
+  std::string state = (dir / "state").string();
+  std::string scenario = std::string(ERNIC_EXTERNAL_TEST_DIR) + "/external-netns-iperf3.yaml";
+  auto sockets = dir / "sockets";
+  std::filesystem::create_directories(sockets);
+  auto up = run_ernicctl(
+      {"up", scenario, "--runs-dir", (dir / "runs").string(), "--state-dir", state, "--set",
+       "emulator.binary=" + kStandIn, "--set", "emulator.socket_dir=" + sockets.string()},
+      {}, std::chrono::seconds(120));
+  INFO(up.out << up.err);
+  REQUIRE(up.exit_code == 0);
+
+  std::ifstream manifest_file(dir / "state" / "instances.json");
+  auto manifest = nlohmann::json::parse(manifest_file);
+  REQUIRE(manifest["instances"].size() == 2);
+  std::vector<pid_t> pids;
+  for (const auto& instance : manifest["instances"]) {
+    pids.push_back(instance["pid"].get<pid_t>());
+    CHECK(process_running(pids.back()));
+    CHECK(std::filesystem::is_socket(instance["socket"].get<std::string>()));
+  }
+  auto status = run_ernicctl({"status", "--json", "--state-dir", state});
+  INFO(status.out << status.err);
+  CHECK(status.exit_code == 0);
+  auto report = nlohmann::json::parse(status.out);
+  REQUIRE(report["instances"].size() == 2);
+  for (const auto& instance : report["instances"]) {
+    CHECK(instance["state"] == "up");
+  }
+
+  auto down = run_ernicctl({"down", "--state-dir", state});
+  INFO(down.out << down.err);
+  CHECK(down.exit_code == 0);
+  for (pid_t pid : pids) {
+    CHECK_THAT(down.out, Contains("removed process " + std::to_string(pid)));
+    CHECK_FALSE(process_running(pid));
+  }
+  CHECK(namespaces() == before);
+  CHECK_FALSE(std::filesystem::exists(dir / "state" / "instances.json"));
   std::filesystem::remove_all(dir);
 }
