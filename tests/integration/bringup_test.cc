@@ -158,6 +158,53 @@ TEST_CASE(
   fs::remove_all(dir);
 }
 
+// Ctrl-C while `up` is still setting up: nothing may be left running and no state written, or
+// the next `up` would refuse and `status` would describe a half-built run.
+TEST_CASE("Ctrl-C during up tears everything down and writes no state") {
+  auto dir = fresh_dir("up-ctrlc");
+  auto before = namespaces();
+  std::string scenario = kScenario;
+  scenario.replace(scenario.find("benchmarks:"), 0,
+                   "setup: [{step: command, hosts: [server], run: 'sleep 60'}]\n");
+  std::ofstream(dir / "scenario.yaml") << scenario;
+  std::string state = (dir / "state").string();
+  int sleeps_before = processes_mentioning("sleep 60");
+  auto up = ernic::Subprocess::spawn(
+      {.argv = {ERNIC_BINARY, "up", (dir / "scenario.yaml").string(), "--runs-dir",
+                (dir / "runs").string(), "--state-dir", state}},
+      {});
+  REQUIRE(up->wait_for_line(std::regex("setup: command on server"),
+                            std::chrono::steady_clock::now() + std::chrono::seconds(30)));
+  auto tokens = new_tokens(before);
+  REQUIRE(tokens.size() == 1);
+  std::string token = *tokens.begin();
+  CHECK(processes_mentioning("/ernic-" + token + "/") == 2);
+  // The step is announced before its command starts: interrupt once it runs.
+  auto started = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (processes_mentioning("sleep 60") == sleeps_before &&
+         std::chrono::steady_clock::now() < started) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(processes_mentioning("sleep 60") > sleeps_before);
+
+  ::kill(up->pid(), SIGINT);
+  auto interrupted = std::chrono::steady_clock::now();
+  REQUIRE(up->wait_until(interrupted + std::chrono::seconds(20), false) ==
+          ernic::Subprocess::WaitEnd::kExited);
+  up->finish_output();
+  INFO(up->stdout_text() << up->stderr_text());
+  CHECK(std::chrono::steady_clock::now() - interrupted < std::chrono::seconds(10));
+  CHECK(up->exit_code() == 130);
+  CHECK_THAT(up->stderr_text(), Contains("everything was torn down"));
+  CHECK_FALSE(fs::exists(dir / "state" / "up.json"));
+  CHECK_FALSE(fs::exists(dir / "state" / "instances.json"));
+  CHECK(namespaces() == before);
+  CHECK(processes_mentioning("/ernic-" + token + "/") == 0);
+  CHECK(processes_mentioning("sleep 60") == sleeps_before);
+  CHECK_FALSE(fs::exists("/tmp/ernic-" + token));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("down finds and removes what a killed run left, and leaves a live run alone") {
   auto dir = fresh_dir("leftovers");
   auto before = namespaces();
