@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -108,7 +109,18 @@ std::unique_ptr<Subprocess> Subprocess::spawn(const SpawnOptions& options,
   const bool die_with_parent = !options.may_outlive_ernicctl;
   pid_t parent = ::getpid();
 
+  // Signals stay blocked from fork until the child has reset its handlers: a signal sent right
+  // away (Ctrl-C, a stop) never runs ernicctl's handlers in the child.
+  sigset_t all_signals;
+  sigset_t previous_mask;
+  sigfillset(&all_signals);
+  ::pthread_sigmask(SIG_SETMASK, &all_signals, &previous_mask);
   pid_t pid = ::fork();
+  if (pid != 0) {
+    int fork_error = errno;
+    ::pthread_sigmask(SIG_SETMASK, &previous_mask, nullptr);
+    errno = fork_error;
+  }
   if (pid < 0) {
     throw SpawnError(fmt::format("cannot run {}: fork: {}", options.argv[0], std::strerror(errno)));
   }
@@ -123,12 +135,14 @@ std::unique_ptr<Subprocess> Subprocess::spawn(const SpawnOptions& options,
         ::_exit(127);
       }
     }
+    for (int signal_number = 1; signal_number < NSIG; ++signal_number) {
+      if (signal_number != SIGKILL && signal_number != SIGSTOP) {
+        ::signal(signal_number, SIG_DFL);
+      }
+    }
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
-    ::signal(SIGPIPE, SIG_DFL);
     if (netns_fd >= 0 && ::setns(netns_fd, CLONE_NEWNET) != 0) {
       child_fail(status_pipe[1], 1);
     }

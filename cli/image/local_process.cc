@@ -1,56 +1,19 @@
 #include "image/local_process.h"
 
-#include "common/interrupt.h"
-
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <poll.h>
-#include <pthread.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 
+#include "common/subprocess.h"
+
 namespace ernic {
-namespace {
-
-using SteadyClock = std::chrono::steady_clock;
-
-void kill_group(pid_t pid, int signal_number) {
-  if (::kill(-pid, signal_number) != 0) {
-    ::kill(pid, signal_number);
-  }
-}
-
-// Waits for the child, giving it `grace` after SIGTERM before SIGKILL.
-int reap(pid_t pid, bool terminate) {
-  int status = 0;
-  if (terminate) {
-    kill_group(pid, SIGTERM);
-    auto deadline = SteadyClock::now() + std::chrono::seconds(5);
-    while (SteadyClock::now() < deadline) {
-      pid_t done = ::waitpid(pid, &status, WNOHANG);
-      if (done == pid) {
-        kill_group(pid, SIGKILL);  // grandchildren that ignored SIGTERM
-        return status;
-      }
-      ::usleep(50'000);
-    }
-    kill_group(pid, SIGKILL);
-  }
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
-}
-
-}  // namespace
 
 std::string LocalProcessResult::describe() const {
   if (interrupted) {
@@ -84,62 +47,6 @@ LocalProcessResult run_local(const std::vector<std::string>& argv,
   if (argv.empty()) {
     throw std::invalid_argument("run_local: empty command");
   }
-  int out_pipe[2];
-  int in_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(in_pipe, O_CLOEXEC) != 0) {
-    throw std::runtime_error(fmt::format("cannot create a pipe: {}", std::strerror(errno)));
-  }
-  std::vector<char*> c_argv;
-  for (const auto& arg : argv) {
-    c_argv.push_back(const_cast<char*>(arg.c_str()));
-  }
-  c_argv.push_back(nullptr);
-
-  // Signals stay blocked from fork until the child has reset its handlers, so that a stop
-  // sent right away can never run the parent's handlers (Ctrl-C, a test framework's) in the
-  // child.
-  sigset_t all_signals;
-  sigset_t previous_mask;
-  sigfillset(&all_signals);
-  ::pthread_sigmask(SIG_SETMASK, &all_signals, &previous_mask);
-  pid_t pid = ::fork();
-  if (pid != 0) {
-    ::pthread_sigmask(SIG_SETMASK, &previous_mask, nullptr);
-  }
-  if (pid < 0) {
-    throw std::runtime_error(fmt::format("cannot fork: {}", std::strerror(errno)));
-  }
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::dup2(in_pipe[0], STDIN_FILENO);
-    ::dup2(out_pipe[1], STDOUT_FILENO);
-    ::dup2(out_pipe[1], STDERR_FILENO);
-    for (const auto& [key, value] : options.env) {
-      ::setenv(key.c_str(), value.c_str(), 1);
-    }
-    for (int signal_number = 1; signal_number < NSIG; ++signal_number) {
-      if (signal_number != SIGKILL && signal_number != SIGSTOP) {
-        ::signal(signal_number, SIG_DFL);
-      }
-    }
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execvp(c_argv[0], c_argv.data());
-    std::string message = fmt::format("cannot run {}: {}\n", argv[0], std::strerror(errno));
-    [[maybe_unused]] auto written = ::write(STDERR_FILENO, message.data(), message.size());
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);
-  ::close(out_pipe[1]);
-  ::close(in_pipe[0]);
-  if (!options.stdin_data.empty()) {
-    // Small inputs only (a key, a script): fits the pipe buffer.
-    [[maybe_unused]] auto written =
-        ::write(in_pipe[1], options.stdin_data.data(), options.stdin_data.size());
-  }
-  ::close(in_pipe[1]);
-
   std::ofstream log;
   if (!options.log_file.empty()) {
     log.open(options.log_file, std::ios::app);
@@ -149,51 +56,58 @@ LocalProcessResult run_local(const std::vector<std::string>& argv,
     }
     log << '\n';
   }
-
   LocalProcessResult result;
-  auto deadline = options.timeout.count() > 0 ? SteadyClock::now() + options.timeout
-                                              : SteadyClock::time_point::max();
-  bool stop_it = false;
-  char buffer[8192];
-  while (true) {
-    if ((options.stop != nullptr && options.stop->load()) || Interrupt::requested()) {
-      result.interrupted = true;
-      stop_it = true;
-      break;
-    }
-    if (SteadyClock::now() >= deadline) {
-      result.timed_out = true;
-      stop_it = true;
-      break;
-    }
-    pollfd fd{out_pipe[0], POLLIN, 0};
-    int ready = ::poll(&fd, 1, 200);
-    if (ready < 0 && errno != EINTR) {
-      break;
-    }
-    if (ready <= 0) {
-      continue;
-    }
-    ssize_t got = ::read(out_pipe[0], buffer, sizeof buffer);
-    if (got < 0 && errno == EINTR) {
-      continue;
-    }
-    if (got <= 0) {
-      break;  // every writer closed: the program (and its children) finished
-    }
-    result.output.append(buffer, static_cast<std::size_t>(got));
+  // Both streams in the order they arrive, as a user at a terminal would have seen them; the
+  // callback runs on the subprocess's reader thread.
+  std::mutex output_mutex;
+  auto collect = [&](bool /*is_stderr*/, std::string_view data) {
+    std::lock_guard lock(output_mutex);
+    result.output.append(data);
     if (log.is_open()) {
-      log.write(buffer, got);
+      log.write(data.data(), static_cast<std::streamsize>(data.size()));
       log.flush();
     }
+  };
+  std::unique_ptr<Subprocess> process;
+  try {
+    process = Subprocess::spawn({.argv = argv, .env = options.env}, collect);
+  } catch (const SpawnError& e) {
+    result.exit_code = 127;
+    result.output = std::string(e.what()) + "\n";
+    if (log.is_open()) {
+      log << result.output << "# " << result.describe() << "\n";
+    }
+    return result;
   }
-  ::close(out_pipe[0]);
-  int status = reap(pid, stop_it);
-  if (WIFEXITED(status)) {
-    result.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    result.term_signal = WTERMSIG(status);
+  using Clock = std::chrono::steady_clock;
+  auto deadline =
+      options.timeout.count() > 0 ? Clock::now() + options.timeout : Clock::time_point::max();
+  while (true) {
+    // Slices, so that the caller's stop flag is seen within a fifth of a second.
+    auto slice = std::min(deadline, Clock::now() + std::chrono::milliseconds(200));
+    auto end = process->wait_until(slice);
+    if (end == Subprocess::WaitEnd::kExited) {
+      break;
+    }
+    if (end == Subprocess::WaitEnd::kInterrupted ||
+        (options.stop != nullptr && options.stop->load())) {
+      result.interrupted = true;
+      break;
+    }
+    if (Clock::now() >= deadline) {
+      result.timed_out = true;
+      break;
+    }
   }
+  if (result.interrupted || result.timed_out) {
+    process->terminate(std::chrono::seconds(5));
+  }
+  process->finish_output(std::chrono::seconds(5));
+  result.exit_code = process->exit_code();
+  result.term_signal = process->term_signal();
+  // Whatever the program left running in its group goes with it.
+  process.reset();
+  std::lock_guard lock(output_mutex);
   if (log.is_open()) {
     log << "# " << result.describe() << "\n";
   }

@@ -33,11 +33,11 @@ struct LocalProcessOptions {
   // Polled while the program runs, like Interrupt::requested(): when it becomes true the
   // program's process group is killed.
   const std::atomic<bool>* stop = nullptr;
-  std::string stdin_data;
 };
 
-// Runs argv (argv[0] looked up in PATH, no shell) in its own process group, so that a timeout
-// or an interrupt stops its children too.
+// Runs argv (argv[0] looked up in PATH, no shell) to completion through Subprocess, in its own
+// process group, so that a timeout or an interrupt stops its children too. A program that
+// cannot be started reads as exit status 127 with the reason as its output, as from a shell.
 LocalProcessResult run_local(const std::vector<std::string>& argv,
                              const LocalProcessOptions& options = {});
 
