@@ -18,6 +18,7 @@
 #include "frontend/shm_client.h"
 #include "supervisor.h"
 #include "test_dir.h"
+#include "test_process.h"
 
 namespace ernic::emu {
 namespace {
@@ -122,33 +123,7 @@ void exchange(Endpoint& a, Endpoint& b, std::uint32_t size, unsigned seed) {
 
 // Runs ernicctl with `args` and waits (bounded) for it to exit; returns the exit status.
 int run_to_exit(const std::vector<std::string>& args, const std::filesystem::path& log) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    std::vector<char*> argv{const_cast<char*>(ERNIC_BINARY)};
-    for (const auto& a : args) {
-      argv.push_back(const_cast<char*>(a.c_str()));
-    }
-    argv.push_back(nullptr);
-    freopen(log.c_str(), "a", stderr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-  int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-std::string read_all(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return wait_exit(spawn_ernicctl(args, log), std::chrono::seconds(15));
 }
 
 TEST_CASE("three instances carry verified traffic between every pair") {

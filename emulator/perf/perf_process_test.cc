@@ -15,44 +15,10 @@
 
 #include "supervisor.h"
 #include "test_dir.h"
+#include "test_process.h"
 
 namespace ernic::emu {
 namespace {
-
-pid_t spawn(const std::vector<std::string>& args, const std::filesystem::path& output) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    std::vector<char*> argv{const_cast<char*>(ERNIC_BINARY)};
-    for (const auto& a : args) {
-      argv.push_back(const_cast<char*>(a.c_str()));
-    }
-    argv.push_back(nullptr);
-    freopen(output.c_str(), "w", stdout);
-    dup2(1, 2);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-int wait_exit(pid_t pid, std::chrono::seconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-std::string read_all(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 std::string port_for_test(int offset) {
   return std::to_string(20000 + (getpid() * 7 + offset) % 20000);
@@ -82,13 +48,13 @@ TEST_CASE("perf server and client print perftest's table and verify every byte")
     INFO(c.test);
     const std::string port = port_for_test(offset++);
     const auto json = dir.path() / (std::string(c.test) + ".json");
-    const pid_t server = spawn({"perf", c.test, "--socket", m.socket.string(), "-p", port, "-s",
-                                c.size, "-n", "50", "--report_gbits", "--verify"},
-                               dir.path() / "server.txt");
-    const pid_t client =
-        spawn({"perf", c.test, "--socket", w.socket.string(), "-p", port, "-s", c.size, "-n", "50",
-               "--report_gbits", "--verify", "--json", json.string(), "127.0.0.1"},
-              dir.path() / "client.txt");
+    const pid_t server = spawn_ernicctl({"perf", c.test, "--socket", m.socket.string(), "-p", port,
+                                         "-s", c.size, "-n", "50", "--report_gbits", "--verify"},
+                                        dir.path() / "server.txt");
+    const pid_t client = spawn_ernicctl(
+        {"perf", c.test, "--socket", w.socket.string(), "-p", port, "-s", c.size, "-n", "50",
+         "--report_gbits", "--verify", "--json", json.string(), "127.0.0.1"},
+        dir.path() / "client.txt");
     CHECK(wait_exit(client, std::chrono::seconds(60)) == 0);
     CHECK(wait_exit(server, std::chrono::seconds(10)) == 0);
     const std::string out = read_all(dir.path() / "client.txt");
@@ -115,13 +81,14 @@ TEST_CASE("perf without a server fails like perftest") {
   config.dir = dir.path();
   supervisor.start(config);
   const std::string port = port_for_test(17);
-  const pid_t client = spawn({"perf", "send_bw", "--socket",
-                              supervisor.instances()[0].socket.string(), "-p", port, "127.0.0.1"},
-                             dir.path() / "client.txt");
+  const pid_t client =
+      spawn_ernicctl({"perf", "send_bw", "--socket", supervisor.instances()[0].socket.string(),
+                      "-p", port, "127.0.0.1"},
+                     dir.path() / "client.txt");
   CHECK(wait_exit(client, std::chrono::seconds(20)) == 1);
   CHECK_THAT(read_all(dir.path() / "client.txt"),
              Catch::Contains("Couldn't connect to 127.0.0.1:" + port));
-  const pid_t orphan = spawn(
+  const pid_t orphan = spawn_ernicctl(
       {"perf", "send_bw", "--socket", (dir.path() / "none.sock").string(), "-p", port, "127.0.0.1"},
       dir.path() / "orphan.txt");
   CHECK(wait_exit(orphan, std::chrono::seconds(20)) == 1);
@@ -132,9 +99,10 @@ TEST_CASE("perf without a server fails like perftest") {
 // rather than wait for a client (its 10 x --timeout accept wait would outlast the test).
 TEST_CASE("perf server with no instance at its socket fails before waiting for a client") {
   TestDir dir("perf-nosocket");
-  const pid_t server = spawn({"perf", "write_bw", "--socket", (dir.path() / "none.sock").string(),
-                              "-p", port_for_test(23)},
-                             dir.path() / "server.txt");
+  const pid_t server =
+      spawn_ernicctl({"perf", "write_bw", "--socket", (dir.path() / "none.sock").string(), "-p",
+                      port_for_test(23)},
+                     dir.path() / "server.txt");
   CHECK(wait_exit(server, std::chrono::seconds(20)) == 1);
   const std::string output = read_all(dir.path() / "server.txt");
   CHECK_THAT(output, Catch::Contains("cannot attach to the ERNIC instance"));
