@@ -421,15 +421,14 @@ void add_recorded_instances(const json& state, LeftoverScan& scan) {
     if (!instance.contains("pid") || !instance.contains("socket")) {
       continue;
     }
-    auto pid = instance["pid"].get<long>();
+    auto pid = instance["pid"].get<pid_t>();
     std::string pid_text = std::to_string(pid);
-    std::ifstream in(fmt::format("/proc/{}/cmdline", pid), std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     bool found = std::any_of(scan.found.begin(), scan.found.end(), [&](const Leftover& item) {
       return item.kind == "process" && item.name == pid_text;
     });
-    if (!found && process_alive(pid) &&
-        cmdline.find(instance["socket"].get<std::string>()) != std::string::npos) {
+    if (!found && process_running(pid) &&
+        process_command_line(pid).find(instance["socket"].get<std::string>()) !=
+            std::string::npos) {
       scan.found.insert(scan.found.begin(), Leftover{token, "process", pid_text});
     }
   }

@@ -145,7 +145,7 @@ void scan_processes(const std::set<std::string>& tokens, const std::vector<Lefto
       }
     }
     if (owner.empty()) {
-      std::string cmdline = read_all(entry.path() / "cmdline");
+      std::string cmdline = process_command_line(std::stoi(pid_text));
       for (const auto& token : tokens) {
         if (cmdline.find("/ernic-" + token + "/") != std::string::npos ||
             cmdline.find("/ernic-ext-" + token + "/") != std::string::npos) {
@@ -222,6 +222,10 @@ bool process_running(pid_t pid) {
   std::string stat = read_all(fmt::format("/proc/{}/stat", pid));
   auto paren = stat.rfind(')');
   return !(paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z');
+}
+
+std::string process_command_line(pid_t pid) {
+  return read_all(fmt::format("/proc/{}/cmdline", pid));
 }
 
 fs::path RunLock::path_of(const std::string& token) {
