@@ -65,6 +65,7 @@ class Subprocess {
   // Stops owning the process: the destructor leaves it running (`ernicctl up`). Only for a
   // process spawned with may_outlive_ernicctl.
   void release();
+  bool may_outlive_ernicctl() const { return may_outlive_; }
 
   // Sends `signal_number` to the whole process group.
   void signal_group(int signal_number);

@@ -272,12 +272,10 @@ nlohmann::json manifest_of(const Instances& instances) {
 
 class RunningExternal final : public RunningEmulator {
  public:
-  RunningExternal(ExternalSettings settings, Instances instances, std::string version,
-                  bool detachable)
+  RunningExternal(ExternalSettings settings, Instances instances, std::string version)
       : settings_(std::move(settings)),
         instances_(std::move(instances)),
-        version_(std::move(version)),
-        detachable_(detachable) {}
+        version_(std::move(version)) {}
 
   std::string check_alive() override {
     std::string report;
@@ -307,8 +305,11 @@ class RunningExternal final : public RunningEmulator {
   }
   nlohmann::json manifest() const override { return manifest_of(instances_); }
   bool detach() override {
-    if (!detachable_) {
-      return false;
+    // Only instances started for `ernicctl up` can outlive ernicctl.
+    for (const auto& instance : instances_) {
+      if (!instance->process->may_outlive_ernicctl()) {
+        return false;
+      }
     }
     for (const auto& instance : instances_) {
       instance->process->release();
@@ -335,7 +336,6 @@ class RunningExternal final : public RunningEmulator {
   ExternalSettings settings_;
   Instances instances_;
   std::string version_;
-  bool detachable_;  // started to outlive ernicctl (`ernicctl up`)
 };
 
 const ObjectSchema& external_schema() {
@@ -510,7 +510,7 @@ class ExternalEmulator final : public EmulatorKind {
     }
     std::ofstream(context.run_dir / "instances.json") << manifest_of(instances).dump(2) << "\n";
     return std::make_unique<RunningExternal>(std::move(settings), std::move(instances),
-                                             std::move(version), context.bring_up);
+                                             std::move(version));
   }
 };
 
