@@ -126,7 +126,6 @@ TEST_CASE("a dead instance is reported by check_alive with its exit status and l
 
 TEST_CASE("an instance that never becomes ready fails start within ready_timeout and is stopped") {
   Run run("ext-never");
-  int before = count_processes("fake_rocm_ernic");
   auto started = SteadyClock::now();
   std::string error;
   try {
@@ -141,7 +140,7 @@ TEST_CASE("an instance that never becomes ready fails start within ready_timeout
   CHECK_THAT(error, Contains("exists, no line matching 'realized'"));
   CHECK(took < std::chrono::seconds(4));
   // Stopped by start() itself, before any cleanup runs.
-  CHECK(count_processes("fake_rocm_ernic") == before);
+  CHECK(count_processes_mentioning(run.dir.string()) == 0);
 }
 
 TEST_CASE("a binary that exits at once is reported with its own error") {
@@ -165,7 +164,6 @@ TEST_CASE(
     "left") {
   auto dir = fresh_dir("ext-e2e");
   auto before = namespaces();
-  int processes_before = count_processes("fake_rocm_ernic");
   // Compared with what ran before, so that unrelated iperf3 processes on the machine do not count.
   int iperf3_before = count_processes("iperf3");
   auto history = dir / "history.jsonl";
@@ -204,7 +202,8 @@ TEST_CASE(
     }
   }
   CHECK(manifest_found);
-  CHECK(count_processes("fake_rocm_ernic") == processes_before);
+  // The instances' logs are in the run directory: their command lines name it.
+  CHECK(count_processes_mentioning(dir.string()) == 0);
   CHECK(count_processes("iperf3") == iperf3_before);
   CHECK(namespaces() == before);
   std::filesystem::remove_all(dir);
@@ -213,7 +212,8 @@ TEST_CASE(
 TEST_CASE("Ctrl-C while the instances start stops them and removes their sockets") {
   auto dir = fresh_dir("ext-ctrlc");
   auto before = namespaces();
-  int processes_before = count_processes("fake_rocm_ernic");
+  // This run's instances, and nothing else on the machine: their logs are in its directory.
+  auto instances = [&] { return count_processes_mentioning((dir / "runs").string() + "/"); };
   std::string scenario = std::string(ERNIC_EXTERNAL_TEST_DIR) + "/external-netns-iperf3.yaml";
   auto process = Subprocess::spawn(
       {.argv = {ERNIC_BINARY, "run", scenario, "--runs-dir", (dir / "runs").string(), "--set",
@@ -226,10 +226,10 @@ TEST_CASE("Ctrl-C while the instances start stops them and removes their sockets
       {});
   // Wait until the manager runs, then interrupt the way a terminal does.
   auto deadline = SteadyClock::now() + std::chrono::seconds(30);
-  while (count_processes("fake_rocm_ernic") == processes_before && SteadyClock::now() < deadline) {
+  while (instances() == 0 && SteadyClock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (count_processes("fake_rocm_ernic") == processes_before) {
+  if (instances() == 0) {
     process->terminate(std::chrono::milliseconds(2000));
     process->finish_output();
     FAIL("the manager never ran: " << process->stdout_text() << process->stderr_text());
@@ -242,7 +242,7 @@ TEST_CASE("Ctrl-C while the instances start stops them and removes their sockets
   INFO(process->stderr_text());
   CHECK(SteadyClock::now() - stopped < std::chrono::seconds(10));
   CHECK(process->exit_code() != 0);
-  CHECK(count_processes("fake_rocm_ernic") == processes_before);
+  CHECK(instances() == 0);
   CHECK(namespaces() == before);
   bool sockets_left = false;
   for (const auto& entry :

@@ -40,21 +40,44 @@ inline std::vector<std::string> namespaces() {
   return names;
 }
 
-// Processes whose command name is `name`.
-inline int count_processes(const std::string& name) {
+// Running processes (zombies do not count: an orphan's zombie lasts until the machine's init
+// reaps it, maybe late) for which `matches(pid directory)` holds.
+template <typename Match>
+int count_running_processes(Match matches) {
   int count = 0;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     std::string pid = entry.path().filename().string();
     if (pid.find_first_not_of("0123456789") != std::string::npos) {
       continue;
     }
-    std::ifstream comm(entry.path() / "comm");
-    std::string command;
-    if (comm && std::getline(comm, command) && command == name) {
+    std::ifstream stat_file(entry.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+    auto paren = stat.rfind(')');
+    bool zombie = paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
+    if (!stat.empty() && !zombie && matches(entry.path())) {
       ++count;
     }
   }
   return count;
+}
+
+// Running processes whose command name is `name`.
+inline int count_processes(const std::string& name) {
+  return count_running_processes([&](const std::filesystem::path& proc) {
+    std::ifstream comm(proc / "comm");
+    std::string command;
+    return comm && std::getline(comm, command) && command == name;
+  });
+}
+
+// Running processes whose command line mentions `text` (a test's own directory: what other
+// tests and the machine run does not count).
+inline int count_processes_mentioning(const std::string& text) {
+  return count_running_processes([&](const std::filesystem::path& proc) {
+    std::ifstream in(proc / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return cmdline.find(text) != std::string::npos;
+  });
 }
 
 inline std::filesystem::path fresh_dir(const std::string& name) {
