@@ -29,6 +29,8 @@ struct EmulatorFlags {
   std::string segment = "256KiB";
   unsigned spin_us = 20;
   std::string protocol_version;
+  unsigned heartbeat_timeout_ms = 0;
+  unsigned handshake_timeout_ms = 0;
 };
 
 std::vector<std::string> split_commas(const std::string& text) {
@@ -121,6 +123,8 @@ int run(const EmulatorFlags& f) {
   }
   config.segment_size = static_cast<std::uint32_t>(*segment);
   config.spin = std::chrono::microseconds(f.spin_us);
+  config.heartbeat_timeout = std::chrono::milliseconds(f.heartbeat_timeout_ms);
+  config.handshake_timeout = std::chrono::milliseconds(f.handshake_timeout_ms);
   if (!f.protocol_version.empty()) {
     unsigned major = 0;
     unsigned minor = 0;
@@ -165,6 +169,9 @@ void register_commands(CLI::App& app, CommandContext& context) {
       ->capture_default_str();
   cmd->add_option("--mesh-protocol", flags->protocol_version)
       ->group("");  // test hook: speak another protocol version
+  // Test hooks: short mesh timeouts, so that fault tests need not wait seconds.
+  cmd->add_option("--heartbeat-timeout-ms", flags->heartbeat_timeout_ms)->group("");
+  cmd->add_option("--handshake-timeout-ms", flags->handshake_timeout_ms)->group("");
   cmd->callback([flags, &context] { context.exit_code = run(*flags); });
 
   emu::perf::register_perf(app, context);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,12 +47,20 @@ void Supervisor::launch(InstanceInfo& info, const std::vector<std::string>& args
   }
   argv.push_back(nullptr);
   const std::string log = info.log.string();
+  const bool die_with_parent = !config_.may_outlive_parent;
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     throw std::runtime_error(fmt::format("cannot start instance {}: fork failed", info.id));
   }
   if (pid == 0) {
     setpgid(0, 0);
+    if (die_with_parent) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) {
+        _exit(127);  // the parent died before prctl: nobody would stop this instance
+      }
+    }
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
       // Whatever the instance prints outside its logger (a sanitizer report, a crash) lands in
@@ -111,6 +120,47 @@ void Supervisor::wait_ready(InstanceInfo& info) {
   }
 }
 
+InstanceInfo planned_instance(const SupervisorConfig& config, int id) {
+  InstanceInfo info;
+  info.id = id;
+  info.role = id == 1 ? "manager" : "worker";
+  info.socket = config.dir / fmt::format("ernic{}.sock", id);
+  info.log = config.dir / fmt::format("ernic{}.log", id);
+  info.stats = config.dir / fmt::format("ernic{}.stats", id);
+  info.mac = fmt::format("02:e7:00:00:00:{:02x}", id);
+  info.gids = {*link_local_gid(info.mac), fmt::format("192.168.200.{}", 10 * id)};
+  return info;
+}
+
+std::vector<std::string> instance_arguments(const SupervisorConfig& config,
+                                            const InstanceInfo& info,
+                                            const std::string& manager_port) {
+  const std::string backend = info.id == 1
+                                  ? fmt::format("tcp:manager:listen:{}", config.base_port)
+                                  : fmt::format("tcp:worker:{}:{}", config.bind, manager_port);
+  std::vector<std::string> args = {"emulator",
+                                   "--backend",
+                                   backend,
+                                   "--socket",
+                                   info.socket.string(),
+                                   "--mac",
+                                   info.mac,
+                                   "--gids",
+                                   fmt::format("{},{}", info.gids[0], info.gids[1]),
+                                   "--stats-file",
+                                   info.stats.string(),
+                                   "--log-file",
+                                   info.log.string(),
+                                   "--log-level",
+                                   config.log_level,
+                                   "--token",
+                                   config.token,
+                                   "--bind",
+                                   config.bind};
+  args.insert(args.end(), config.extra_args.begin(), config.extra_args.end());
+  return args;
+}
+
 void Supervisor::start(const SupervisorConfig& config) {
   stop();
   instances_.clear();
@@ -125,39 +175,11 @@ void Supervisor::start(const SupervisorConfig& config) {
   std::filesystem::create_directories(config.dir);
   try {
     for (int id = 1; id <= config.instances; ++id) {
-      InstanceInfo info;
-      info.id = id;
-      info.role = id == 1 ? "manager" : "worker";
-      info.socket = config.dir / fmt::format("ernic{}.sock", id);
-      info.log = config.dir / fmt::format("ernic{}.log", id);
-      info.stats = config.dir / fmt::format("ernic{}.stats", id);
-      info.mac = fmt::format("02:e7:00:00:00:{:02x}", id);
-      info.gids = {*link_local_gid(info.mac), fmt::format("192.168.200.{}", 10 * id)};
+      InstanceInfo info = planned_instance(config, id);
       std::filesystem::remove(info.socket);
       std::filesystem::remove(info.log);
-      const std::string backend =
-          id == 1 ? fmt::format("tcp:manager:listen:{}", config.base_port)
-                  : fmt::format("tcp:worker:{}:{}", config.bind, instances_.front().mesh_port);
-      std::vector<std::string> args = {"emulator",
-                                       "--backend",
-                                       backend,
-                                       "--socket",
-                                       info.socket.string(),
-                                       "--mac",
-                                       info.mac,
-                                       "--gids",
-                                       fmt::format("{},{}", info.gids[0], info.gids[1]),
-                                       "--stats-file",
-                                       info.stats.string(),
-                                       "--log-file",
-                                       info.log.string(),
-                                       "--log-level",
-                                       config.log_level,
-                                       "--token",
-                                       config.token,
-                                       "--bind",
-                                       config.bind};
-      args.insert(args.end(), config.extra_args.begin(), config.extra_args.end());
+      auto args = instance_arguments(config, info,
+                                     id == 1 ? "" : std::to_string(instances_.front().mesh_port));
       launch(info, args);
       wait_ready(info);
     }
@@ -165,6 +187,30 @@ void Supervisor::start(const SupervisorConfig& config) {
     stop();
     throw;
   }
+}
+
+std::map<std::string, std::string> Supervisor::read_stats(const std::filesystem::path& file) {
+  std::map<std::string, std::string> values;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    const auto colon = line.find(" : ");
+    if (colon != std::string::npos) {
+      values[line.substr(0, colon)] = line.substr(colon + 3);
+    }
+  }
+  return values;
+}
+
+std::string Supervisor::check_mesh() const {
+  for (const auto& info : instances_) {
+    const auto stats = read_stats(info.stats);
+    const auto lost = stats.find("mesh_nodes_lost");
+    if (lost != stats.end() && lost->second != "0") {
+      return fmt::format("instance {} ({}, pid {}) lost {} mesh peer(s); last log lines:{}",
+                         info.id, info.role, info.pid, lost->second, tail(info.log, 10));
+    }
+  }
+  return {};
 }
 
 std::string Supervisor::check_alive() {
@@ -185,37 +231,41 @@ void Supervisor::stop(std::chrono::milliseconds grace) {
   if (detached_) {
     return;
   }
-  for (std::size_t i = 0; i < instances_.size(); ++i) {
-    if (!reaped_[i]) {
-      kill(-instances_[i].pid, SIGTERM);
-    }
-  }
+  // Workers before the manager: a worker that loses its manager first leaves the mesh with an
+  // error (exit status 1, "lost the manager"), which a normal stop should not log.
   const auto deadline = std::chrono::steady_clock::now() + grace;
-  while (true) {
-    bool all = true;
-    for (std::size_t i = 0; i < instances_.size(); ++i) {
-      if (!reaped_[i]) {
-        int status = 0;
-        if (waitpid(instances_[i].pid, &status, WNOHANG) == instances_[i].pid) {
-          reaped_[i] = true;
-        } else {
-          all = false;
-        }
-      }
-    }
-    if (all || std::chrono::steady_clock::now() > deadline) {
+  for (std::size_t i = 1; i < instances_.size(); ++i) {
+    terminate(i, deadline, false);
+  }
+  for (std::size_t i = instances_.size(); i-- > 1;) {
+    terminate(i, deadline, true);
+  }
+  if (!instances_.empty()) {
+    terminate(0, deadline, false);
+    terminate(0, deadline, true);
+  }
+}
+
+void Supervisor::terminate(std::size_t index, std::chrono::steady_clock::time_point deadline,
+                           bool wait) {
+  if (reaped_[index]) {
+    return;
+  }
+  const pid_t pid = instances_[index].pid;
+  if (!wait) {
+    kill(-pid, SIGTERM);
+    return;
+  }
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) != pid) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(-pid, SIGKILL);
+      waitpid(pid, &status, 0);
       break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  for (std::size_t i = 0; i < instances_.size(); ++i) {
-    if (!reaped_[i]) {
-      kill(-instances_[i].pid, SIGKILL);
-      int status = 0;
-      waitpid(instances_[i].pid, &status, 0);
-      reaped_[i] = true;
-    }
-  }
+  reaped_[index] = true;
 }
 
 }  // namespace ernic::emu

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct SupervisorConfig {
   std::chrono::milliseconds ready_timeout{30000};
   std::string log_level = "info";
   std::vector<std::string> extra_args;  // appended to every instance's command line
+  // `ernicctl up` leaves the instances running; otherwise they die with the process that
+  // started them, even when it is killed outright (PR_SET_PDEATHSIG).
+  bool may_outlive_parent = false;
 };
 
 struct InstanceInfo {
@@ -33,6 +37,14 @@ struct InstanceInfo {
   std::string mac;
   std::uint16_t mesh_port = 0;  // manager only
 };
+
+// Instance `id` of `config` before it starts: its role, socket, log, stats, MAC and GIDs.
+InstanceInfo planned_instance(const SupervisorConfig& config, int id);
+// The `ernicctl` arguments instance `info` is started with; a worker dials the manager's
+// `manager_port` (known once the manager listens).
+std::vector<std::string> instance_arguments(const SupervisorConfig& config,
+                                            const InstanceInfo& info,
+                                            const std::string& manager_port);
 
 // Starts a manager and N-1 workers of `ernicctl emulator` as child processes, each in its own
 // process group, watches them, and stops them: SIGTERM, bounded wait, SIGKILL.
@@ -50,6 +62,11 @@ class Supervisor {
   // Empty while all run; else e.g. "instance 2 (worker, pid 123) exited with status 1; last
   // log lines: ...". Never blocks.
   std::string check_alive();
+  // Empty while no instance lost a mesh peer; else e.g. "instance 1 (manager, pid 123) lost 1
+  // mesh peer(s); last log lines: ...". An instance counts the established peers it lost
+  // (closed, silent past the heartbeat timeout, removed) as `mesh_nodes_lost` in its stats
+  // file, which it rewrites at once when its peers change. Never blocks.
+  std::string check_mesh() const;
   // SIGTERM to every process group, wait up to `grace`, then SIGKILL. Idempotent.
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(2000));
   const std::vector<InstanceInfo>& instances() const { return instances_; }
@@ -59,11 +76,15 @@ class Supervisor {
 
   // The last `count` lines of a log file (for error messages).
   static std::string tail(const std::filesystem::path& file, int count);
+  // An instance's stats file: `key : value` lines.
+  static std::map<std::string, std::string> read_stats(const std::filesystem::path& file);
 
  private:
   void launch(InstanceInfo& info, const std::vector<std::string>& args);
   void wait_ready(InstanceInfo& info);
   std::string describe_exit(const InstanceInfo& info, int status) const;
+  // Sends SIGTERM to instance `index`'s group, or (wait) reaps it, SIGKILLing it at `deadline`.
+  void terminate(std::size_t index, std::chrono::steady_clock::time_point deadline, bool wait);
 
   SupervisorConfig config_;
   std::vector<InstanceInfo> instances_;

@@ -28,6 +28,8 @@ const std::regex kNamespaceName("^ernic-([0-9a-f]{6})-.+$");
 const std::regex kDomainName("^ernic-([0-9a-f]{6})-.+$");
 const std::regex kNetworkOrPoolName("^ernic-([0-9a-f]{6})$");
 const std::regex kSocketDirName("^ernic-(?:ext-)?([0-9a-f]{6})$");
+// RunLock's file, left behind when its ernicctl was killed (SIGKILL runs no destructor).
+const std::regex kRunLockName("^ernicctl-run-([0-9a-f]{6})\\.lock$");
 
 const fs::path kLibvirtImages = "/var/lib/libvirt/images";
 
@@ -64,6 +66,8 @@ void scan_names(Candidates& out) {
     std::string name = entry.path().filename().string();
     if (auto token = token_of(name, kSocketDirName); token && entry.is_directory(ignored)) {
       out.items.push_back({*token, "directory", entry.path().string()});
+    } else if (auto lock = token_of(name, kRunLockName); lock && entry.is_regular_file(ignored)) {
+      out.items.push_back({*lock, "file", entry.path().string()});
     }
   }
   if (fs::exists(kLibvirtImages)) {
@@ -303,6 +307,8 @@ void remove_leftovers(const std::vector<Leftover>& leftovers, const std::string&
         run_or_throw({"ip", "netns", "delete", item.name});
       } else if (item.kind == "directory") {
         fs::remove_all(item.name);
+      } else if (item.kind == "file") {
+        fs::remove(item.name);
       } else {
         if (!connection) {
           connection = std::make_unique<LibvirtConnection>(libvirt_uri);
@@ -340,7 +346,7 @@ void remove_leftovers(const std::vector<Leftover>& leftovers, const std::string&
       ::kill(pid, SIGKILL);
     }
   }
-  for (const char* kind : {"network", "pool", "netns", "directory"}) {
+  for (const char* kind : {"network", "pool", "netns", "directory", "file"}) {
     for (const auto& item : leftovers) {
       if (item.kind == kind) {
         remove(item);

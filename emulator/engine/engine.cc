@@ -587,6 +587,9 @@ void Engine::delivered(NodeId /*from*/, const FrameHeader& h) {
     case FrameOp::kWrite: {
       stats_.bytes_received += h.payload_length;
       q.expected_offset += h.payload_length;
+      if (h.op == FrameOp::kWrite && h.payload_length > 0 && write_observer_) {
+        write_observer_(q.qpn, h.remote_addr, h.payload_length);
+      }
       if (h.offset + h.payload_length < h.total_length) {
         return;
       }

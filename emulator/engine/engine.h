@@ -57,11 +57,20 @@ class Engine final : public FabricReceiver {
   MemoryKeys reg_mr(Handle pd, std::byte* host, std::uint64_t iova, std::uint64_t length,
                     std::uint32_t access);
   void dereg_mr(std::uint32_t lkey);
+  // The front end is about to unmap [host, host + length) (after destroying what used it).
+  void release_memory(const std::byte* host, std::size_t length) {
+    fabric_.release_memory(host, length);
+  }
 
   Handle create_cq();
   void destroy_cq(Handle cq);
   // Completions of this CQ go to `handler` instead of the queue poll_cq() reads.
   void set_completion_handler(Handle cq, CompletionHandler handler);
+  // Told about every RDMA WRITE segment placed into this engine's memory (qpn of the
+  // responder QP, the segment's address and length): a front end wakes a client waiting on it.
+  using WriteObserver =
+      std::function<void(std::uint32_t qpn, std::uint64_t iova, std::uint32_t length)>;
+  void set_write_observer(WriteObserver observer) { write_observer_ = std::move(observer); }
   std::size_t poll_cq(Handle cq, std::span<Completion> out);
 
   std::uint32_t create_qp(Handle pd, Handle send_cq, Handle recv_cq);
@@ -158,6 +167,7 @@ class Engine final : public FabricReceiver {
   std::map<std::uint32_t, QueuePair> qps_;
   EngineStats stats_;
   bool accepted_ = false;  // place() accepted the frame delivered() will see next
+  WriteObserver write_observer_;
 };
 
 }  // namespace ernic::emu

@@ -54,6 +54,10 @@ class Fabric {
   // error state, only its requests (SEND, WRITE, READ request) when it rewinds after an RNR
   // NAK. ACKs and NAKs it already generated still go out.
   virtual void cancel(NodeId to, std::uint32_t src_qpn, bool requests_only = false) = 0;
+  // [base, base + length) is about to be unmapped (its client went away, its QPs are already
+  // destroyed): no frame may be written from it or read into it afterwards. A frame already
+  // partly on the wire is finished from a copy; a payload being received goes to scratch space.
+  virtual void release_memory(const std::byte* base, std::size_t length) = 0;
 };
 
 }  // namespace ernic::emu

@@ -33,6 +33,14 @@ void LocalHub::Port::cancel(NodeId to, std::uint32_t src_qpn, bool requests_only
   });
 }
 
+void LocalHub::Port::release_memory(const std::byte* base, std::size_t length) {
+  // Frames are delivered whole, so none is half-read: drop the ones whose payload would go.
+  std::erase_if(hub_.queue_, [&](const QueuedFrame& f) {
+    return f.payload != nullptr && f.payload < base + length &&
+           f.payload + f.header.payload_length > base;
+  });
+}
+
 LocalHub::Port& LocalHub::add_node(NodeId node, std::vector<std::string> gids) {
   Node& n = nodes_[node];
   n.port = std::make_unique<Port>(*this, node);

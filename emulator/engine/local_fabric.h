@@ -26,6 +26,7 @@ class LocalHub {
     bool reachable(NodeId node) const override;
     void send(NodeId to, const FrameHeader& header, const std::byte* payload) override;
     void cancel(NodeId to, std::uint32_t src_qpn, bool requests_only) override;
+    void release_memory(const std::byte* base, std::size_t length) override;
 
    private:
     LocalHub& hub_;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 
@@ -70,9 +71,23 @@ ShmFrontEnd::ShmFrontEnd(EventLoop& loop, Engine& engine, Logger& log, InstanceI
         return true;
       },
   });
+  // A WRITE into memory a client watches wakes it like a completion (write_lat waits so).
+  engine_.set_write_observer([this](std::uint32_t qpn, std::uint64_t iova, std::uint32_t length) {
+    for (auto& [fd, c] : clients_) {
+      if (c->area != nullptr && c->qps.contains(qpn)) {
+        const shm::WriteWatch& watch = c->area->write_watch;
+        if (iova < watch.end.load(std::memory_order_acquire) &&
+            watch.begin.load(std::memory_order_relaxed) < iova + length) {
+          c->notify_pending = true;
+        }
+        return;
+      }
+    }
+  });
 }
 
 ShmFrontEnd::~ShmFrontEnd() {
+  engine_.set_write_observer({});
   close_all();
   loop_.remove_poller(poller_);
 }
@@ -113,8 +128,20 @@ void ShmFrontEnd::accept_ready() {
   while (true) {
     const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
-      return;
+      if (!DescriptorReserve::at_limit(errno)) {
+        return;
+      }
+      if (!refusing_at_limit_) {
+        refusing_at_limit_ = true;
+        log_.error("front end: out of file descriptors ({} clients): refusing new clients",
+                   clients_.size());
+      }
+      if (!reserve_.refuse_one(listen_fd_)) {
+        return;
+      }
+      continue;
     }
+    refusing_at_limit_ = false;
     auto client = std::make_unique<Client>();
     client->fd = fd;
     Client& c = *client;
@@ -144,6 +171,8 @@ void ShmFrontEnd::drop(Client& c) {
     engine_.dealloc_pd(pd);
   }
   for (auto& [id, region] : c.regions) {
+    // The mesh may still be writing a frame from this memory or reading one into it.
+    engine_.release_memory(region.base, region.size);
     munmap(region.base, region.size);
   }
   if (c.area != nullptr) {
@@ -419,7 +448,12 @@ void ShmFrontEnd::push_raw(Client& c, const shm::CompletionEntry& entry) {
     }
     return;
   }
-  a.completions[tail % shm::kCompletionSlots] = entry;
+  shm::CompletionEntry& slot = a.completions[tail % shm::kCompletionSlots];
+  slot = entry;
+  slot.completed_ns =
+      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
   a.completion_tail.value.store(tail + 1, std::memory_order_seq_cst);
   c.notify_pending = true;
 }

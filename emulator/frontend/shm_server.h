@@ -12,6 +12,7 @@
 
 #include "engine/engine.h"
 #include "frontend/shm_protocol.h"
+#include "runtime/descriptor_reserve.h"
 #include "runtime/event_loop.h"
 #include "runtime/log.h"
 
@@ -78,6 +79,8 @@ class ShmFrontEnd {
   int poller_ = 0;
   std::map<int, std::unique_ptr<Client>> clients_;
   std::map<Engine::Handle, Client*> cq_owner_;
+  DescriptorReserve reserve_;
+  bool refusing_at_limit_ = false;  // logged once per episode
 };
 
 }  // namespace ernic::emu

@@ -22,6 +22,10 @@ bool FrameReader::header_complete(Sink& sink, std::string& reason, bool& stop) {
   }
   header_have_ = 0;
   payload_have_ = 0;
+  if (!is_control(header_.op) && !sink.accepts_data()) {
+    reason = "data frame before the handshake completed";
+    return false;
+  }
   if (is_control(header_.op)) {
     control_body_.resize(header_.payload_length);
     destination_ = control_body_.data();
@@ -42,6 +46,13 @@ bool FrameReader::finish_frame(Sink& sink) {
   }
   sink.delivered(header_);
   return true;
+}
+
+void FrameReader::release_memory(const std::byte* base, std::size_t length) {
+  if (state_ == State::kPayload && !is_control(header_.op) && destination_ != nullptr &&
+      destination_ < base + length && destination_ + header_.payload_length > base) {
+    destination_ = nullptr;
+  }
 }
 
 FrameReader::Result FrameReader::pump(const ReadFn& read, Sink& sink, std::string& reason,

@@ -27,6 +27,8 @@ class FrameReader {
     virtual void delivered(const FrameHeader& header) = 0;
     // A complete control frame. Returns false to stop reading (the connection is closing).
     virtual bool control(const FrameHeader& header, std::span<const std::byte> body) = 0;
+    // False before the peer is authenticated: a data frame then is a protocol violation.
+    virtual bool accepts_data() const { return true; }
   };
   // Behaves like readv: bytes read, 0 at end of stream, -1 with errno (EAGAIN: nothing now).
   using ReadFn = std::function<ssize_t(const iovec* iov, int count)>;
@@ -37,6 +39,9 @@ class FrameReader {
   // `budget` bytes were read. On kMalformed and kClosed `reason` says why.
   Result pump(const ReadFn& read, Sink& sink, std::string& reason, std::size_t budget = 16u << 20);
   std::uint64_t bytes_read() const { return bytes_read_; }
+  // The payload being read goes to scratch space from now on if its destination lies in
+  // [base, base + length) (that memory is about to be unmapped).
+  void release_memory(const std::byte* base, std::size_t length);
 
  private:
   bool header_complete(Sink& sink, std::string& reason, bool& stop);

@@ -42,6 +42,8 @@ struct Recorder : FrameReader::Sink {
   std::vector<FrameHeader> delivered_frames;
   std::vector<std::vector<std::byte>> control_bodies;
   bool accept = true;
+  bool authenticated = true;
+  bool accepts_data() const override { return authenticated; }
   Placement place(const FrameHeader& h) override {
     return {accept && h.payload_length <= target.size() ? target.data() : nullptr};
   }
@@ -161,6 +163,45 @@ TEST_CASE("end of stream is reported, mid-frame or not") {
   };
   CHECK(reader.pump(eof_read, r, reason) == FrameReader::Result::kClosed);
   CHECK_THAT(reason, Catch::Contains("middle of a frame"));
+}
+
+TEST_CASE("a data frame before the handshake completed is refused before its payload") {
+  Source s;
+  s.add(write_frame(5), bytes({1, 2, 3, 4, 5}));
+  Recorder r;
+  r.authenticated = false;
+  FrameReader reader;
+  std::string reason;
+  CHECK(reader.pump([&](const iovec* iov, int n) { return s.read(iov, n); }, r, reason) ==
+        FrameReader::Result::kMalformed);
+  CHECK(reason == "data frame before the handshake completed");
+  CHECK(r.delivered_frames.empty());
+  CHECK(r.target[0] == std::byte{0});
+}
+
+TEST_CASE("a payload whose destination is released goes to scratch space") {
+  Source s;
+  s.add(write_frame(6), bytes({1, 2}));  // the header and two payload bytes arrive first
+  Recorder r;
+  FrameReader reader;
+  std::string reason;
+  auto read = [&](const iovec* iov, int n) { return s.read(iov, n); };
+  auto arrive = [&](int b) {
+    s.data.push_back(static_cast<std::byte>(b));
+    REQUIRE(reader.pump(read, r, reason) == FrameReader::Result::kWouldBlock);
+  };
+  REQUIRE(reader.pump(read, r, reason) == FrameReader::Result::kWouldBlock);
+  CHECK(r.target[1] == std::byte{2});
+  reader.release_memory(r.target.data() + 32, 8);  // other memory: the payload still lands
+  arrive(3);
+  CHECK(r.target[2] == std::byte{3});
+  reader.release_memory(r.target.data(), r.target.size());
+  for (int b : {4, 5, 6}) {
+    arrive(b);
+  }
+  CHECK(r.target[3] == std::byte{0});  // the rest never reached the released memory
+  // The frame still completes; the engine, whose QP is gone, drops it.
+  CHECK(r.delivered_frames.size() == 1);
 }
 
 }  // namespace

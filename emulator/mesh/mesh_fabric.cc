@@ -15,26 +15,18 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "mesh/auth.h"
-#include "mesh/frame_reader.h"
+#include "mesh/mesh_connection.h"
 
 namespace ernic::emu {
 namespace {
 
-constexpr std::string_view kHandshakeMagic = "ERNIC-MESH";
-constexpr std::uint32_t kCapabilities = 1;     // bit 0: segmented data frames
 constexpr std::size_t kWireWindow = 1u << 20;  // bytes committed to the socket order at once
 constexpr int kMaxIov = 64;
 
-using Bytes = std::basic_string<std::byte>;
+using mesh_detail::Bytes;
 
 std::string errno_text() {
   return std::strerror(errno);
-}
-
-void set_socket_options(int fd) {
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
 bool parse_ipv4(const std::string& host, sockaddr_in& addr) {
@@ -54,90 +46,7 @@ bool parse_ipv4(const std::string& host, sockaddr_in& addr) {
   return true;
 }
 
-void write_node(ByteWriter& w, const MeshNode& n) {
-  w.u32(n.id);
-  w.str(n.host);
-  w.u16(n.port);
-  w.str(n.mac);
-  w.u16(static_cast<std::uint16_t>(n.gids.size()));
-  for (const auto& gid : n.gids) {
-    w.str(gid);
-  }
-}
-
-MeshNode read_node(ByteReader& r) {
-  MeshNode n;
-  n.id = r.u32();
-  n.host = r.str();
-  n.port = r.u16();
-  n.mac = r.str();
-  const std::uint16_t count = r.u16();
-  for (std::uint16_t i = 0; i < count && !r.failed(); ++i) {
-    n.gids.push_back(r.str());
-  }
-  return n;
-}
-
 }  // namespace
-
-struct MeshFabric::Connection final : FrameReader::Sink {
-  enum class Phase { kConnecting, kAwaitChallenge, kAwaitHello, kAwaitAuth, kEstablished, kClosed };
-  struct OutFrame {
-    EncodedHeader header;
-    const std::byte* payload = nullptr;
-    std::uint32_t length = 0;
-    std::size_t written = 0;
-    std::shared_ptr<Bytes> owned;  // control frames own their body
-    std::uint32_t src_qpn = 0;
-    bool data = false;     // may be cancelled
-    bool request = false;  // SEND, WRITE or READ request: dropped when rewinding after RNR
-    std::size_t size() const { return kFrameHeaderSize + length; }
-  };
-
-  Connection(MeshFabric& m, int f, bool d) : mesh(m), fd(f), dialer(d) {}
-
-  Placement place(const FrameHeader& h) override {
-    if (phase != Phase::kEstablished || peer == kUnassignedNode || mesh.receiver_ == nullptr) {
-      return {};
-    }
-    accepted = true;
-    return mesh.receiver_->place(peer, h);
-  }
-  void delivered(const FrameHeader& h) override {
-    if (accepted) {
-      accepted = false;
-      mesh.receiver_->delivered(peer, h);
-    }
-  }
-  bool control(const FrameHeader& h, std::span<const std::byte> body) override {
-    return mesh.on_control(*this, h, body);
-  }
-
-  MeshFabric& mesh;
-  int fd;
-  bool dialer;
-  bool registering = false;  // this is the worker's connection to the manager
-  bool counted = false;      // counted in stats_.peers: uncounted exactly once when it closes
-  bool close_after_flush = false;
-  bool accepted = false;
-  Phase phase = Phase::kConnecting;
-  NodeId peer = kUnassignedNode;
-  NodeId claimed_peer = kUnassignedNode;
-  std::string label;
-  Nonce my_nonce = random_nonce();
-  Nonce peer_nonce{};
-  FrameReader reader;
-  std::deque<OutFrame> control_queue;
-  std::map<std::uint32_t, std::deque<OutFrame>> qp_queues;
-  std::deque<std::uint32_t> round_robin;
-  std::deque<OutFrame> wire;
-  std::size_t wire_bytes = 0;
-  bool want_write = false;
-  bool epollout_armed = false;
-  std::uint64_t counted_rx = 0;
-  EventLoop::Clock::time_point last_rx = EventLoop::Clock::now();
-  EventLoop::Clock::time_point last_tx = EventLoop::Clock::now();
-};
 
 MeshFabric::MeshFabric(EventLoop& loop, Logger& log, MeshConfig config)
     : loop_(loop), log_(log), config_(std::move(config)) {}
@@ -151,7 +60,8 @@ void MeshFabric::start(std::function<void()> on_ready,
   on_ready_ = std::move(on_ready);
   on_fatal_ = std::move(on_fatal);
   listen();
-  loop_.add_timer(EventLoop::Clock::now() + config_.heartbeat_interval, [this] { heartbeat(); });
+  last_heartbeat_ = EventLoop::Clock::now();
+  loop_.add_timer(last_heartbeat_ + config_.heartbeat_interval, [this] { heartbeat(); });
   if (config_.role == MeshConfig::Role::kManager) {
     node_id_ = 0;
     nodes_.push_back({0, config_.bind, listen_port_, config_.mac, config_.gids});
@@ -198,26 +108,23 @@ void MeshFabric::accept_ready() {
     socklen_t len = sizeof peer;
     const int fd =
         accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
+    if (fd >= 0) {
+      refusing_at_limit_ = false;
+      accept_connection(fd, peer);
+      continue;
+    }
+    if (!DescriptorReserve::at_limit(errno)) {
       return;
     }
-    set_socket_options(fd);
-    auto conn = std::make_unique<Connection>(*this, fd, false);
-    char text[INET_ADDRSTRLEN] = {};
-    inet_ntop(AF_INET, &peer.sin_addr, text, sizeof text);
-    conn->label = fmt::format("{}:{}", text, ntohs(peer.sin_port));
-    conn->phase = Connection::Phase::kAwaitHello;
-    Connection& c = *conn;
-    connections_[fd] = std::move(conn);
-    loop_.add_fd(fd, EPOLLIN, [this, &c](std::uint32_t events) {
-      if (events & EPOLLOUT) {
-        write_some(c);
-      }
-      if (c.phase != Connection::Phase::kClosed && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
-        on_readable(c);
-      }
-    });
-    log_.debug("mesh: accepted a connection from {}", c.label);
+    if (!refusing_at_limit_) {
+      refusing_at_limit_ = true;
+      log_.error("mesh: out of file descriptors ({} connections open): refusing new connections",
+                 connections_.size());
+    }
+    ++stats_.refused_peers;
+    if (!reserve_.refuse_one(listen_fd_)) {
+      return;
+    }
   }
 }
 
@@ -238,7 +145,19 @@ void MeshFabric::dial(const std::string& host, std::uint16_t port, NodeId peer, 
   }
   addr.sin_port = htons(port);
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  set_socket_options(fd);
+  if (fd < 0) {
+    const std::string why = fmt::format("cannot dial {}:{}: {}", host, port, errno_text());
+    if (!registering) {
+      log_.error("mesh: {}", why);  // the peer is unreachable, as when a connect fails
+    } else if (EventLoop::Clock::now() < manager_dial_deadline_) {
+      loop_.add_timer(EventLoop::Clock::now() + std::chrono::milliseconds(100),
+                      [this] { dial_manager_attempt(); });
+    } else {
+      on_fatal_("mesh: " + why);
+    }
+    return;
+  }
+  mesh_detail::set_socket_options(fd);
   auto conn = std::make_unique<Connection>(*this, fd, true);
   conn->registering = registering;
   conn->peer = registering ? 0 : peer;
@@ -278,20 +197,6 @@ void MeshFabric::dial(const std::string& host, std::uint16_t port, NodeId peer, 
   });
 }
 
-void MeshFabric::on_connected(Connection& c) {
-  c.phase = Connection::Phase::kAwaitChallenge;
-  loop_.modify_fd(c.fd, EPOLLIN);
-  ByteWriter w;
-  w.str(std::string(kHandshakeMagic));
-  w.u16(config_.version_major);
-  w.u16(config_.version_minor);
-  w.u32(c.registering ? kUnassignedNode : node_id_);
-  w.u32(kCapabilities);
-  w.raw(c.my_nonce);
-  send_control(c, static_cast<std::uint8_t>(FrameOp::kHello), w.bytes());
-  write_some(c);
-}
-
 void MeshFabric::send_control(Connection& c, std::uint8_t op, Bytes body) {
   FrameHeader h;
   h.op = static_cast<FrameOp>(op);
@@ -303,16 +208,6 @@ void MeshFabric::send_control(Connection& c, std::uint8_t op, Bytes body) {
   f.length = h.payload_length;
   c.control_queue.push_back(std::move(f));
   c.want_write = true;
-}
-
-void MeshFabric::reject(Connection& c, const std::string& reason) {
-  ++stats_.refused_peers;
-  log_.warn("mesh: refused {}: {}", c.label, reason);
-  ByteWriter w;
-  w.str(reason);
-  send_control(c, static_cast<std::uint8_t>(FrameOp::kReject), w.bytes());
-  c.close_after_flush = true;
-  write_some(c);
 }
 
 void MeshFabric::on_readable(Connection& c) {
@@ -337,258 +232,12 @@ void MeshFabric::on_readable(Connection& c) {
   }
 }
 
-bool MeshFabric::on_control(Connection& c, const FrameHeader& h, std::span<const std::byte> body) {
-  if (c.phase == Connection::Phase::kClosed || c.close_after_flush) {
-    return false;
-  }
-  ByteReader r(body);
-  const auto op = h.op;
-  if (op == FrameOp::kReject) {
-    const std::string reason = r.str();
-    if (c.registering && !ready_) {
-      close_connection(c, "", false);
-      on_fatal_(fmt::format("mesh: manager {} refused us: {}", c.label, reason));
-    } else {
-      close_connection(c, fmt::format("{} refused us: {}", c.label, reason));
-    }
-    return false;
-  }
-  if (op == FrameOp::kHeartbeat) {
-    return true;
-  }
-  switch (c.phase) {
-    case Connection::Phase::kAwaitHello: {
-      if (op != FrameOp::kHello) {
-        reject(c, "expected a handshake");
-        return false;
-      }
-      const std::string magic = r.str();
-      const std::uint16_t major = r.u16();
-      const std::uint16_t minor = r.u16();
-      const NodeId node = r.u32();
-      r.u32();  // capabilities: nothing optional yet
-      for (auto& b : c.peer_nonce) {
-        b = static_cast<std::byte>(r.u8());
-      }
-      if (r.failed() || magic != kHandshakeMagic) {
-        reject(c, "not an ERNIC mesh handshake");
-        return false;
-      }
-      if (major != config_.version_major) {
-        reject(c,
-               fmt::format("mesh protocol version {}.{} is not supported (this node speaks {}.{})",
-                           major, minor, config_.version_major, config_.version_minor));
-        return false;
-      }
-      if (node == kUnassignedNode && config_.role != MeshConfig::Role::kManager) {
-        reject(c, "registration must go to the manager");
-        return false;
-      }
-      c.claimed_peer = node;
-      ByteWriter w;
-      w.u16(config_.version_major);
-      w.u16(config_.version_minor);
-      w.u32(node_id_);
-      w.u32(kCapabilities);
-      w.raw(c.my_nonce);
-      w.raw(make_proof(config_.token, "acceptor", c.peer_nonce, c.my_nonce));
-      send_control(c, static_cast<std::uint8_t>(FrameOp::kChallenge), w.bytes());
-      c.phase = Connection::Phase::kAwaitAuth;
-      return true;
-    }
-    case Connection::Phase::kAwaitAuth: {
-      Proof proof{};
-      for (auto& b : proof) {
-        b = static_cast<std::byte>(r.u8());
-      }
-      if (op != FrameOp::kAuthenticate || r.failed() ||
-          !proofs_equal(proof, make_proof(config_.token, "dialer", c.my_nonce, c.peer_nonce))) {
-        reject(c, "authentication failed: the mesh token does not match");
-        return false;
-      }
-      c.phase = Connection::Phase::kEstablished;
-      if (c.claimed_peer != kUnassignedNode) {
-        c.peer = c.claimed_peer;
-        if (auto it = peers_.find(c.peer); it != peers_.end() && it->second != &c) {
-          close_connection(*it->second, "replaced by a new connection", false);
-        }
-        peers_[c.peer] = &c;
-        count_peer(c);
-        log_.info("mesh: node {} connected from {}", c.peer, c.label);
-      }
-      return true;
-    }
-    case Connection::Phase::kAwaitChallenge: {
-      if (op != FrameOp::kChallenge) {
-        close_connection(c, fmt::format("{} broke the handshake", c.label));
-        return false;
-      }
-      const std::uint16_t major = r.u16();
-      const std::uint16_t minor = r.u16();
-      const NodeId node = r.u32();
-      r.u32();
-      for (auto& b : c.peer_nonce) {
-        b = static_cast<std::byte>(r.u8());
-      }
-      Proof proof{};
-      for (auto& b : proof) {
-        b = static_cast<std::byte>(r.u8());
-      }
-      if (r.failed() || major != config_.version_major) {
-        const std::string why =
-            fmt::format("{} speaks mesh protocol {}.{}, this node {}.{}", c.label, major, minor,
-                        config_.version_major, config_.version_minor);
-        close_connection(c, why, !c.registering);
-        if (c.registering) {
-          on_fatal_("mesh: " + why);
-        }
-        return false;
-      }
-      if (!proofs_equal(proof, make_proof(config_.token, "acceptor", c.my_nonce, c.peer_nonce))) {
-        const std::string why =
-            fmt::format("{} failed to prove the mesh token: the tokens differ", c.label);
-        close_connection(c, why, !c.registering);
-        if (c.registering) {
-          on_fatal_("mesh: " + why);
-        }
-        return false;
-      }
-      ByteWriter w;
-      w.raw(make_proof(config_.token, "dialer", c.peer_nonce, c.my_nonce));
-      send_control(c, static_cast<std::uint8_t>(FrameOp::kAuthenticate), w.bytes());
-      c.phase = Connection::Phase::kEstablished;
-      if (c.registering) {
-        ByteWriter reg;
-        write_node(reg, {kUnassignedNode, config_.bind, listen_port_, config_.mac, config_.gids});
-        send_control(c, static_cast<std::uint8_t>(FrameOp::kRegister), reg.bytes());
-        peers_[0] = &c;
-      } else {
-        c.peer = node;
-        log_.info("mesh: connected to node {} at {}", node, c.label);
-      }
-      count_peer(c);
-      write_some(c);
-      return true;
-    }
-    case Connection::Phase::kEstablished:
-      break;
-    default:
-      return false;
-  }
-  // Established: the manager protocol.
-  if (op == FrameOp::kRegister && config_.role == MeshConfig::Role::kManager &&
-      c.peer == kUnassignedNode) {
-    MeshNode node = read_node(r);
-    if (r.failed()) {
-      reject(c, "malformed registration");
-      return false;
-    }
-    for (const auto& gid : node.gids) {
-      auto owner = gid_to_node_.find(gid);
-      if (owner != gid_to_node_.end()) {
-        reject(c, fmt::format("GID {} already belongs to node {}", gid, owner->second));
-        return false;
-      }
-    }
-    node.id = next_node_id_++;
-    if (node.host.empty() || node.host == "0.0.0.0") {
-      node.host = c.label.substr(0, c.label.rfind(':'));
-    }
-    c.peer = node.id;
-    peers_[node.id] = &c;
-    count_peer(c);
-    log_.info("mesh: worker {} registered from {} (GIDs: {})", node.id, c.label,
-              fmt::join(node.gids, ","));
-    nodes_.push_back(node);
-    for (const auto& gid : node.gids) {
-      gid_to_node_[gid] = node.id;
-    }
-    ByteWriter w;
-    w.u32(node.id);
-    send_control(c, static_cast<std::uint8_t>(FrameOp::kWelcome), w.bytes());
-    broadcast_topology();
-    return true;
-  }
-  if (op == FrameOp::kWelcome && c.registering) {
-    node_id_ = r.u32();
-    log_.info("mesh: registered with the manager at {} as node {}", c.label, node_id_);
-    return true;
-  }
-  if (op == FrameOp::kTopology && c.registering) {
-    std::vector<MeshNode> nodes;
-    const std::uint16_t count = r.u16();
-    for (std::uint16_t i = 0; i < count && !r.failed(); ++i) {
-      nodes.push_back(read_node(r));
-    }
-    if (r.failed()) {
-      close_connection(c, "malformed topology from the manager");
-      return false;
-    }
-    apply_topology(std::move(nodes));
-    return true;
-  }
-  close_connection(c, fmt::format("unexpected control frame 0x{:02x} from {}",
-                                  static_cast<unsigned>(op), c.label));
-  return false;
-}
-
-void MeshFabric::broadcast_topology() {
-  ByteWriter w;
-  w.u16(static_cast<std::uint16_t>(nodes_.size()));
-  for (const auto& n : nodes_) {
-    write_node(w, n);
-  }
-  for (auto& [id, c] : peers_) {
-    if (c->phase == Connection::Phase::kEstablished) {
-      send_control(*c, static_cast<std::uint8_t>(FrameOp::kTopology), w.bytes());
-      write_some(*c);
-    }
-  }
-}
-
-void MeshFabric::apply_topology(std::vector<MeshNode> nodes) {
-  std::vector<NodeId> gone;
-  for (const auto& [id, c] : peers_) {
-    if (std::none_of(nodes.begin(), nodes.end(),
-                     [id = id](const MeshNode& n) { return n.id == id; })) {
-      gone.push_back(id);
-    }
-  }
-  for (NodeId id : gone) {
-    close_connection(*peers_[id], fmt::format("node {} left the mesh", id));
-  }
-  nodes_ = std::move(nodes);
-  gid_to_node_.clear();
-  for (const auto& n : nodes_) {
-    for (const auto& gid : n.gids) {
-      gid_to_node_[gid] = n.id;
-    }
-    if (n.id > node_id_ && node_id_ != kUnassignedNode && !peers_.contains(n.id)) {
-      dial(n.host, n.port, n.id, false);  // the lower id dials
-    }
-  }
-  if (!ready_ && node_id_ != kUnassignedNode) {
-    ready_ = true;
-    on_ready_();
-  }
-}
-
-void MeshFabric::count_peer(Connection& c) {
-  if (c.counted) {
-    return;
-  }
-  c.counted = true;
-  ++stats_.peers;
-  if (on_peers_changed_) {
-    on_peers_changed_();
-  }
-}
-
 void MeshFabric::close_connection(Connection& c, const std::string& reason, bool lost) {
   if (c.phase == Connection::Phase::kClosed) {
     return;
   }
   const bool was_established = c.phase == Connection::Phase::kEstablished;
+  leave_handshake(c);
   c.phase = Connection::Phase::kClosed;
   loop_.remove_fd(c.fd);
   close(c.fd);
@@ -604,6 +253,9 @@ void MeshFabric::close_connection(Connection& c, const std::string& reason, bool
     } else {
       log_.warn("mesh: {}", reason);
     }
+  }
+  if (was_established && owned_peer && lost && !shut_down_) {
+    ++stats_.nodes_lost;
   }
   if (c.counted) {
     c.counted = false;
@@ -621,7 +273,10 @@ void MeshFabric::close_connection(Connection& c, const std::string& reason, bool
     broadcast_topology();
   }
   if (c.registering && !shut_down_ && ready_) {
-    log_.error("mesh: lost the manager ({}); data to other nodes continues", reason);
+    // Without the manager this worker can neither learn nor keep its place in the topology:
+    // it leaves (exits), which a supervisor sees like any instance death.
+    on_fatal_(fmt::format("mesh: lost the manager ({}): this worker left the mesh",
+                          reason.empty() ? "closed" : reason));
   }
   if (c.registering && !ready_ && !shut_down_ && !reason.empty()) {
     // Still joining: the manager may not be up yet, so keep trying until the deadline.
@@ -642,32 +297,6 @@ void MeshFabric::close_connection(Connection& c, const std::string& reason, bool
   if (!node.empty()) {
     closed_.push_back(std::move(node.mapped()));
   }
-}
-
-void MeshFabric::heartbeat() {
-  if (shut_down_) {
-    return;
-  }
-  const auto now = EventLoop::Clock::now();
-  std::vector<Connection*> dead;
-  for (auto& [fd, c] : connections_) {
-    if (c->phase != Connection::Phase::kEstablished) {
-      continue;
-    }
-    if (now - c->last_rx > config_.heartbeat_timeout) {
-      dead.push_back(c.get());
-      continue;
-    }
-    if (now - c->last_tx >= config_.heartbeat_interval && c->control_queue.empty()) {
-      send_control(*c, static_cast<std::uint8_t>(FrameOp::kHeartbeat), {});
-      write_some(*c);
-    }
-  }
-  for (Connection* c : dead) {
-    close_connection(
-        *c, "no heartbeat for " + std::to_string(config_.heartbeat_timeout.count()) + " ms");
-  }
-  loop_.add_timer(now + config_.heartbeat_interval, [this] { heartbeat(); });
 }
 
 std::optional<NodeId> MeshFabric::resolve_gid(std::string_view gid) const {
@@ -736,6 +365,31 @@ void MeshFabric::cancel(NodeId to, std::uint32_t src_qpn, bool requests_only) {
       ++w;
     }
   }
+}
+
+void MeshFabric::release_memory(const std::byte* base, std::size_t length) {
+  auto inside = [&](const std::byte* p, std::size_t n) {
+    return p != nullptr && n > 0 && p < base + length && p + n > base;
+  };
+  auto copy_out = [&](Connection::OutFrame& f) {
+    if (!f.owned && inside(f.payload, f.length)) {
+      f.owned = std::make_shared<Bytes>(f.payload, f.length);
+      f.payload = f.owned->data();
+    }
+  };
+  for (auto& [fd, c] : connections_) {
+    for (auto& f : c->wire) {
+      copy_out(f);
+    }
+    for (auto& [qpn, queue] : c->qp_queues) {
+      for (auto& f : queue) {
+        copy_out(f);
+      }
+    }
+    c->reader.release_memory(base, length);
+  }
+  std::erase_if(self_frames_,
+                [&](const SelfFrame& f) { return inside(f.payload, f.header.payload_length); });
 }
 
 void MeshFabric::write_some(Connection& c) {
@@ -845,10 +499,16 @@ void MeshFabric::deliver_to_self() {
 
 void MeshFabric::flush() {
   deliver_to_self();
+  // A failed write closes its connection, which takes it out of connections_ (into closed_,
+  // still alive): iterate over a copy.
+  std::vector<Connection*> pending;
   for (auto& [fd, c] : connections_) {
     if (c->want_write) {
-      write_some(*c);
+      pending.push_back(c.get());
     }
+  }
+  for (Connection* c : pending) {
+    write_some(*c);
   }
   closed_.clear();
 }

@@ -10,7 +10,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include <netinet/in.h>
+
 #include "engine/fabric.h"
+#include "runtime/descriptor_reserve.h"
 #include "runtime/event_loop.h"
 #include "runtime/log.h"
 
@@ -35,6 +38,10 @@ struct MeshConfig {
   std::chrono::milliseconds heartbeat_interval{250};
   std::chrono::milliseconds heartbeat_timeout{3000};
   std::chrono::milliseconds manager_connect_timeout{5000};
+  // A connection that has not authenticated by then is closed.
+  std::chrono::milliseconds handshake_timeout{5000};
+  // Accepted connections still in the handshake; more are refused until some finish.
+  std::size_t max_unauthenticated = 64;
 };
 
 struct MeshNode {
@@ -51,6 +58,7 @@ struct MeshStats {
   std::uint64_t malformed_frames = 0;
   std::uint64_t refused_peers = 0;
   std::uint64_t peers = 0;
+  std::uint64_t nodes_lost = 0;  // established peers lost (closed, silent, removed)
 };
 
 // The TCP mesh: node 0 (the manager) assigns node ids, distributes the topology with the
@@ -81,6 +89,7 @@ class MeshFabric final : public Fabric {
   bool reachable(NodeId node) const override;
   void send(NodeId to, const FrameHeader& header, const std::byte* payload) override;
   void cancel(NodeId to, std::uint32_t src_qpn, bool requests_only) override;
+  void release_memory(const std::byte* base, std::size_t length) override;
 
  private:
   struct Connection;
@@ -88,6 +97,12 @@ class MeshFabric final : public Fabric {
 
   void listen();
   void accept_ready();
+  // Takes `fd` in as a new unauthenticated connection, or refuses it beyond the bound.
+  void accept_connection(int fd, const sockaddr_in& from);
+  // The connection leaves the handshake (authenticated or closed).
+  void leave_handshake(Connection& c);
+  // Why `c` may not be node c.claimed_peer, or empty when it may.
+  std::string refuse_claim(const Connection& c) const;
   void dial(const std::string& host, std::uint16_t port, NodeId peer, bool registering);
   void dial_manager_attempt();
   void on_connected(Connection& c);
@@ -102,6 +117,7 @@ class MeshFabric final : public Fabric {
   void broadcast_topology();
   void apply_topology(std::vector<MeshNode> nodes);
   void heartbeat();
+  void expire_handshakes(EventLoop::Clock::time_point now);
   void deliver_to_self();
 
   EventLoop& loop_;
@@ -123,6 +139,11 @@ class MeshFabric final : public Fabric {
   std::function<void(const std::string&)> on_fatal_;
   std::function<void()> on_peers_changed_;
   EventLoop::Clock::time_point manager_dial_deadline_;
+  EventLoop::Clock::time_point last_heartbeat_;
+  DescriptorReserve reserve_;
+  std::size_t unauthenticated_ = 0;
+  bool refusing_unauthenticated_ = false;  // logged once per episode
+  bool refusing_at_limit_ = false;         // logged once per episode
   struct SelfFrame {
     FrameHeader header;
     const std::byte* payload;

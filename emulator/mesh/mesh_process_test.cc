@@ -16,110 +16,13 @@
 
 #include "engine/wire.h"
 #include "frontend/shm_client.h"
+#include "mesh/mesh_test_support.h"
 #include "supervisor.h"
 #include "test_dir.h"
 #include "test_process.h"
 
 namespace ernic::emu {
 namespace {
-
-constexpr std::size_t kBuffer = 16u << 20;
-
-// One QP with a registered buffer on one instance.
-struct Endpoint {
-  explicit Endpoint(ShmClient& c) : client(c) {
-    pd = c.alloc_pd();
-    cq = c.create_cq();
-    memory = c.allocate(kBuffer);
-    keys = c.reg_mr(pd, memory, 0, kBuffer,
-                    kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead);
-    qpn = c.create_qp(pd, cq, cq);
-    QpAttributes a;
-    a.state = QpState::kInit;
-    a.access = kAccessRemoteWrite | kAccessRemoteRead;
-    c.modify_qp(qpn, a);
-  }
-  void connect_to(const Endpoint& peer) {
-    QpAttributes a;
-    a.state = QpState::kRtr;
-    a.remote_gid = peer.client.gids().front();
-    a.remote_qpn = peer.qpn;
-    client.modify_qp(qpn, a);
-    a.state = QpState::kRts;
-    client.modify_qp(qpn, a);
-  }
-  std::uint64_t addr(std::size_t offset) const {
-    return reinterpret_cast<std::uint64_t>(memory.data + offset);
-  }
-  SendWr wr(SendOpcode op, std::uint64_t id, std::size_t offset, std::uint32_t length,
-            const Endpoint& peer, std::size_t remote_offset) const {
-    SendWr w;
-    w.wr_id = id;
-    w.opcode = op;
-    w.sge = {addr(offset), length, keys.lkey};
-    w.remote_addr = peer.addr(remote_offset);
-    w.rkey = peer.keys.rkey;
-    return w;
-  }
-  ShmClient::Completion next(int seconds = 10) {
-    ShmClient::Completion c;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    while (client.poll_cq(cq, {&c, 1}) == 0) {
-      REQUIRE(std::chrono::steady_clock::now() < deadline);
-      client.wait(std::chrono::microseconds(10), std::chrono::milliseconds(200));
-    }
-    return c;
-  }
-
-  ShmClient& client;
-  std::uint32_t pd, cq, qpn;
-  ShmClient::Memory memory;
-  MemoryKeys keys;
-};
-
-void fill(std::byte* p, std::size_t n, unsigned seed) {
-  for (std::size_t i = 0; i < n; ++i) {
-    p[i] = static_cast<std::byte>((i * 7 + seed + (i >> 9)) & 0xff);
-  }
-}
-
-bool same(const std::byte* a, const std::byte* b, std::size_t n) {
-  return std::memcmp(a, b, n) == 0;
-}
-
-SupervisorConfig mesh_config(const std::filesystem::path& dir, int instances,
-                             const std::string& token = "mesh-test-token") {
-  SupervisorConfig c;
-  c.executable = ERNIC_BINARY;
-  c.instances = instances;
-  c.token = token;
-  c.dir = dir;
-  c.ready_timeout = std::chrono::milliseconds(20000);
-  return c;
-}
-
-// SEND, WRITE and READ of `size` bytes from a to b, each checked byte for byte.
-void exchange(Endpoint& a, Endpoint& b, std::uint32_t size, unsigned seed) {
-  fill(a.memory.data, size, seed);
-  b.client.post_recv(b.qpn, {1, {b.addr(0), size, b.keys.lkey}});
-  a.client.post_send(a.qpn, a.wr(SendOpcode::kSend, 10, 0, size, b, 0));
-  auto c = a.next();
-  REQUIRE(c.ok());
-  auto r = b.next();
-  REQUIRE(r.ok());
-  CHECK(r.byte_len == size);
-  CHECK(same(a.memory.data, b.memory.data, size));
-
-  fill(a.memory.data, size, seed + 1);
-  a.client.post_send(a.qpn, a.wr(SendOpcode::kRdmaWrite, 11, 0, size, b, size));
-  REQUIRE(a.next().ok());
-  CHECK(same(a.memory.data, b.memory.data + size, size));
-
-  fill(b.memory.data + 2 * size, size, seed + 2);
-  a.client.post_send(a.qpn, a.wr(SendOpcode::kRdmaRead, 12, 3 * size, size, b, 2 * size));
-  REQUIRE(a.next().ok());
-  CHECK(same(a.memory.data + 3 * size, b.memory.data + 2 * size, size));
-}
 
 // Runs ernicctl with `args` and waits (bounded) for it to exit; returns the exit status.
 int run_to_exit(const std::vector<std::string>& args, const std::filesystem::path& log) {

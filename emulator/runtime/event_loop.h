@@ -46,6 +46,8 @@ class EventLoop {
 
   void run();   // until stop()
   void stop();  // safe from handlers
+  // Lets run() go again after a stop() (a fuzz harness drives the loop in steps).
+  void restart() { stop_ = false; }
   bool stopping() const { return stop_; }
 
  private:

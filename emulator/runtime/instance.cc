@@ -3,10 +3,14 @@
 #include <arpa/inet.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -104,9 +108,10 @@ struct Counters {
   const ShmFrontEnd* front;
 };
 
-void write_stats(const std::string& path, const Counters& c) {
+// Returns why the file could not be written (out of descriptors, disk full), or "".
+std::string write_stats(const std::string& path, const Counters& c) {
   if (path.empty()) {
-    return;
+    return {};
   }
   const EngineStats& e = *c.engine;
   std::string text;
@@ -126,13 +131,36 @@ void write_stats(const std::string& path, const Counters& c) {
     text += fmt::format("mesh_wire_bytes_received : {}\n", c.mesh->wire_bytes_received);
     text += fmt::format("mesh_malformed_frames : {}\n", c.mesh->malformed_frames);
     text += fmt::format("mesh_refused_peers : {}\n", c.mesh->refused_peers);
+    text += fmt::format("mesh_nodes_lost : {}\n", c.mesh->nodes_lost);
   }
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
     out << text;
+    out.close();
+    if (!out) {
+      return fmt::format("cannot write {}: {}", tmp, std::strerror(errno));
+    }
   }
-  std::filesystem::rename(tmp, path);
+  std::error_code error;
+  std::filesystem::rename(tmp, path, error);
+  return error ? fmt::format("cannot rename {}: {}", tmp, error.message()) : std::string();
+}
+
+// Lets the instance use every descriptor the hard limit allows: each mesh connection and
+// client needs some, and at the limit it degrades (refuses) rather than fails.
+void raise_descriptor_limit(Logger& log) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == limit.rlim_max) {
+    return;
+  }
+  const rlim_t before = limit.rlim_cur;
+  limit.rlim_cur = limit.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    log.debug("ernic: descriptor limit raised from {} to {}", before, limit.rlim_cur);
+  } else {
+    log.warn("ernic: cannot raise the descriptor limit from {}: {}", before, std::strerror(errno));
+  }
 }
 
 }  // namespace
@@ -140,6 +168,7 @@ void write_stats(const std::string& path, const Counters& c) {
 int run_instance(const InstanceConfig& config) {
   Logger log;
   log.open(config.log_file, config.log_level);
+  raise_descriptor_limit(log);
 
   sigset_t signals;
   sigemptyset(&signals);
@@ -170,6 +199,13 @@ int run_instance(const InstanceConfig& config) {
     mc.token = config.token;
     mc.gids = config.gids;
     mc.mac = config.mac;
+    if (config.heartbeat_timeout.count() > 0) {
+      mc.heartbeat_timeout = config.heartbeat_timeout;
+      mc.heartbeat_interval = std::min(mc.heartbeat_interval, config.heartbeat_timeout / 4);
+    }
+    if (config.handshake_timeout.count() > 0) {
+      mc.handshake_timeout = config.handshake_timeout;
+    }
     if (config.protocol_major != 0) {
       mc.version_major = config.protocol_major;
       mc.version_minor = config.protocol_minor;
@@ -201,8 +237,18 @@ int run_instance(const InstanceConfig& config) {
     loop.stop();
   });
   const Counters counters{&engine.stats(), mesh ? &mesh->stats() : nullptr, &front};
+  bool stats_failing = false;
+  auto update_stats = [&] {
+    const std::string error = write_stats(config.stats_file, counters);
+    if (!error.empty() && !stats_failing) {
+      log.error("ernic: stats file not updated: {}", error);
+    } else if (error.empty() && stats_failing) {
+      log.info("ernic: stats file updated again");
+    }
+    stats_failing = !error.empty();
+  };
   std::function<void()> stats_tick = [&] {
-    write_stats(config.stats_file, counters);
+    update_stats();
     loop.add_timer(EventLoop::Clock::now() + std::chrono::seconds(1), stats_tick);
   };
 
@@ -218,7 +264,7 @@ int run_instance(const InstanceConfig& config) {
     stats_tick();
     if (mesh) {
       // `ernicctl stats` right after `up` shows the mesh as it is, not as it was a second ago.
-      mesh->on_peers_changed([&] { write_stats(config.stats_file, counters); });
+      mesh->on_peers_changed(update_stats);
     }
     log.info("{} (node {}, backend {}, socket {}, GIDs {}, MAC {})", kReadyLine,
              fabric->local_node(),
@@ -247,7 +293,7 @@ int run_instance(const InstanceConfig& config) {
   if (mesh) {
     mesh->shutdown();
   }
-  write_stats(config.stats_file, counters);
+  update_stats();
   close(signal_fd);
   log.info("ernic: instance stopped");
   return exit_status;

@@ -1,0 +1,105 @@
+#pragma once
+
+// Private to the mesh: one TCP connection of MeshFabric, shared by mesh_fabric.cc (sockets,
+// framing, the data path), mesh_handshake.cc and mesh_manager.cc.
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "engine/wire.h"
+#include "mesh/auth.h"
+#include "mesh/frame_reader.h"
+#include "mesh/mesh_fabric.h"
+
+namespace ernic::emu {
+namespace mesh_detail {
+
+using Bytes = std::basic_string<std::byte>;
+
+inline void set_socket_options(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+}  // namespace mesh_detail
+
+struct MeshFabric::Connection final : FrameReader::Sink {
+  enum class Phase { kConnecting, kAwaitChallenge, kAwaitHello, kAwaitAuth, kEstablished, kClosed };
+  struct OutFrame {
+    EncodedHeader header;
+    const std::byte* payload = nullptr;
+    std::uint32_t length = 0;
+    std::size_t written = 0;
+    std::shared_ptr<mesh_detail::Bytes> owned;  // control frames own their body
+    std::uint32_t src_qpn = 0;
+    bool data = false;     // may be cancelled
+    bool request = false;  // SEND, WRITE or READ request: dropped when rewinding after RNR
+    std::size_t size() const { return kFrameHeaderSize + length; }
+  };
+
+  Connection(MeshFabric& m, int f, bool d) : mesh(m), fd(f), dialer(d) {}
+
+  Placement place(const FrameHeader& h) override {
+    if (phase != Phase::kEstablished || peer == kUnassignedNode || mesh.receiver_ == nullptr) {
+      return {};
+    }
+    accepted = true;
+    return mesh.receiver_->place(peer, h);
+  }
+  void delivered(const FrameHeader& h) override {
+    if (accepted) {
+      accepted = false;
+      mesh.receiver_->delivered(peer, h);
+    }
+  }
+  bool control(const FrameHeader& h, std::span<const std::byte> body) override {
+    return mesh.on_control(*this, h, body);
+  }
+  bool accepts_data() const override { return phase == Phase::kEstablished; }
+
+  // The handshake (mesh_handshake.cc). Each returns false once it refused or closed `*this`.
+  bool on_hello(ByteReader& r);
+  bool on_authenticate(FrameOp op, ByteReader& r);
+  bool on_challenge(FrameOp op, ByteReader& r);
+  // The manager protocol on an established connection (mesh_manager.cc).
+  bool on_manager_frame(FrameOp op, ByteReader& r);
+  // Asks the manager for a node id, offering this node's address and GIDs.
+  void send_registration();
+
+  MeshFabric& mesh;
+  int fd;
+  bool dialer;
+  bool registering = false;  // this is the worker's connection to the manager
+  bool counted = false;      // counted in stats_.peers: uncounted exactly once when it closes
+  bool close_after_flush = false;
+  bool accepted = false;
+  bool in_handshake = false;  // accepted, not yet authenticated: counted in unauthenticated_
+  Phase phase = Phase::kConnecting;
+  NodeId peer = kUnassignedNode;
+  NodeId claimed_peer = kUnassignedNode;
+  std::string label;
+  Nonce my_nonce = random_nonce();
+  Nonce peer_nonce{};
+  FrameReader reader;
+  std::deque<OutFrame> control_queue;
+  std::map<std::uint32_t, std::deque<OutFrame>> qp_queues;
+  std::deque<std::uint32_t> round_robin;
+  std::deque<OutFrame> wire;
+  std::size_t wire_bytes = 0;
+  bool want_write = false;
+  bool epollout_armed = false;
+  std::uint64_t counted_rx = 0;
+  EventLoop::Clock::time_point last_rx = EventLoop::Clock::now();
+  EventLoop::Clock::time_point last_tx = EventLoop::Clock::now();
+  const EventLoop::Clock::time_point opened = EventLoop::Clock::now();
+};
+
+}  // namespace ernic::emu

@@ -1,0 +1,270 @@
+// The mesh handshake: accepting connections within the bound on unauthenticated ones, the
+// versioned, token-authenticated hello/challenge/authenticate exchange, and its time limit.
+
+#include <arpa/inet.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mesh/mesh_connection.h"
+
+namespace ernic::emu {
+namespace {
+
+constexpr std::string_view kHandshakeMagic = "ERNIC-MESH";
+constexpr std::uint32_t kCapabilities = 1;  // bit 0: segmented data frames
+
+}  // namespace
+
+void MeshFabric::accept_connection(int fd, const sockaddr_in& from) {
+  char text[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &from.sin_addr, text, sizeof text);
+  if (unauthenticated_ >= config_.max_unauthenticated) {
+    close(fd);
+    ++stats_.refused_peers;
+    if (!refusing_unauthenticated_) {
+      refusing_unauthenticated_ = true;
+      log_.warn("mesh: {} connections are still in the handshake: refusing new ones (first: {})",
+                unauthenticated_, text);
+    }
+    return;
+  }
+  mesh_detail::set_socket_options(fd);
+  auto conn = std::make_unique<Connection>(*this, fd, false);
+  conn->label = fmt::format("{}:{}", text, ntohs(from.sin_port));
+  conn->phase = Connection::Phase::kAwaitHello;
+  conn->in_handshake = true;
+  ++unauthenticated_;
+  Connection& c = *conn;
+  connections_[fd] = std::move(conn);
+  loop_.add_fd(fd, EPOLLIN, [this, &c](std::uint32_t events) {
+    if (events & EPOLLOUT) {
+      write_some(c);
+    }
+    if (c.phase != Connection::Phase::kClosed && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
+      on_readable(c);
+    }
+  });
+  log_.debug("mesh: accepted a connection from {}", c.label);
+}
+
+void MeshFabric::leave_handshake(Connection& c) {
+  if (!c.in_handshake) {
+    return;
+  }
+  c.in_handshake = false;
+  --unauthenticated_;
+  if (unauthenticated_ < config_.max_unauthenticated) {
+    refusing_unauthenticated_ = false;
+  }
+}
+
+void MeshFabric::on_connected(Connection& c) {
+  c.phase = Connection::Phase::kAwaitChallenge;
+  loop_.modify_fd(c.fd, EPOLLIN);
+  ByteWriter w;
+  w.str(std::string(kHandshakeMagic));
+  w.u16(config_.version_major);
+  w.u16(config_.version_minor);
+  w.u32(c.registering ? kUnassignedNode : node_id_);
+  w.u32(kCapabilities);
+  w.raw(c.my_nonce);
+  send_control(c, static_cast<std::uint8_t>(FrameOp::kHello), w.bytes());
+  write_some(c);
+}
+
+void MeshFabric::reject(Connection& c, const std::string& reason) {
+  ++stats_.refused_peers;
+  log_.warn("mesh: refused {}: {}", c.label, reason);
+  ByteWriter w;
+  w.str(reason);
+  send_control(c, static_cast<std::uint8_t>(FrameOp::kReject), w.bytes());
+  c.close_after_flush = true;
+  write_some(c);
+}
+
+bool MeshFabric::on_control(Connection& c, const FrameHeader& h, std::span<const std::byte> body) {
+  if (c.phase == Connection::Phase::kClosed || c.close_after_flush) {
+    return false;
+  }
+  ByteReader r(body);
+  const auto op = h.op;
+  if (op == FrameOp::kReject) {
+    const std::string reason = r.str();
+    if (c.registering && !ready_) {
+      close_connection(c, "", false);
+      on_fatal_(fmt::format("mesh: manager {} refused us: {}", c.label, reason));
+    } else {
+      close_connection(c, fmt::format("{} refused us: {}", c.label, reason));
+    }
+    return false;
+  }
+  if (op == FrameOp::kHeartbeat && c.phase == Connection::Phase::kEstablished) {
+    return true;
+  }
+  switch (c.phase) {
+    case Connection::Phase::kAwaitHello:
+      if (op != FrameOp::kHello) {
+        reject(c, "expected a handshake");
+        return false;
+      }
+      return c.on_hello(r);
+    case Connection::Phase::kAwaitAuth:
+      return c.on_authenticate(op, r);
+    case Connection::Phase::kAwaitChallenge:
+      return c.on_challenge(op, r);
+    case Connection::Phase::kEstablished:
+      return c.on_manager_frame(op, r);
+    default:
+      return false;
+  }
+}
+
+bool MeshFabric::Connection::on_hello(ByteReader& r) {
+  const std::string magic = r.str();
+  const std::uint16_t major = r.u16();
+  const std::uint16_t minor = r.u16();
+  const NodeId node = r.u32();
+  r.u32();  // capabilities: nothing optional yet
+  for (auto& b : peer_nonce) {
+    b = static_cast<std::byte>(r.u8());
+  }
+  if (r.failed() || magic != kHandshakeMagic) {
+    mesh.reject(*this, "not an ERNIC mesh handshake");
+    return false;
+  }
+  if (major != mesh.config_.version_major) {
+    mesh.reject(*this,
+                fmt::format("mesh protocol version {}.{} is not supported (this node speaks {}.{})",
+                            major, minor, mesh.config_.version_major, mesh.config_.version_minor));
+    return false;
+  }
+  if (node == kUnassignedNode && mesh.config_.role != MeshConfig::Role::kManager) {
+    mesh.reject(*this, "registration must go to the manager");
+    return false;
+  }
+  claimed_peer = node;
+  ByteWriter w;
+  w.u16(mesh.config_.version_major);
+  w.u16(mesh.config_.version_minor);
+  w.u32(mesh.node_id_);
+  w.u32(kCapabilities);
+  w.raw(my_nonce);
+  w.raw(make_proof(mesh.config_.token, "acceptor", peer_nonce, my_nonce));
+  mesh.send_control(*this, static_cast<std::uint8_t>(FrameOp::kChallenge), w.bytes());
+  phase = Phase::kAwaitAuth;
+  return true;
+}
+
+bool MeshFabric::Connection::on_authenticate(FrameOp op, ByteReader& r) {
+  Proof proof{};
+  for (auto& b : proof) {
+    b = static_cast<std::byte>(r.u8());
+  }
+  if (op != FrameOp::kAuthenticate || r.failed() ||
+      !proofs_equal(proof, make_proof(mesh.config_.token, "dialer", my_nonce, peer_nonce))) {
+    mesh.reject(*this, "authentication failed: the mesh token does not match");
+    return false;
+  }
+  if (const std::string why = mesh.refuse_claim(*this); !why.empty()) {
+    mesh.reject(*this, why);
+    return false;
+  }
+  phase = Phase::kEstablished;
+  mesh.leave_handshake(*this);
+  if (claimed_peer != kUnassignedNode) {
+    peer = claimed_peer;
+    mesh.peers_[peer] = this;
+    mesh.count_peer(*this);
+    mesh.log_.info("mesh: node {} connected from {}", peer, label);
+  }
+  return true;
+}
+
+bool MeshFabric::Connection::on_challenge(FrameOp op, ByteReader& r) {
+  if (op != FrameOp::kChallenge) {
+    mesh.close_connection(*this, fmt::format("{} broke the handshake", label));
+    return false;
+  }
+  const std::uint16_t major = r.u16();
+  const std::uint16_t minor = r.u16();
+  const NodeId node = r.u32();
+  r.u32();
+  for (auto& b : peer_nonce) {
+    b = static_cast<std::byte>(r.u8());
+  }
+  Proof proof{};
+  for (auto& b : proof) {
+    b = static_cast<std::byte>(r.u8());
+  }
+  if (r.failed() || major != mesh.config_.version_major) {
+    const std::string why =
+        fmt::format("{} speaks mesh protocol {}.{}, this node {}.{}", label, major, minor,
+                    mesh.config_.version_major, mesh.config_.version_minor);
+    mesh.close_connection(*this, why, !registering);
+    if (registering) {
+      mesh.on_fatal_("mesh: " + why);
+    }
+    return false;
+  }
+  if (!proofs_equal(proof, make_proof(mesh.config_.token, "acceptor", my_nonce, peer_nonce))) {
+    const std::string why =
+        fmt::format("{} failed to prove the mesh token: the tokens differ", label);
+    mesh.close_connection(*this, why, !registering);
+    if (registering) {
+      mesh.on_fatal_("mesh: " + why);
+    }
+    return false;
+  }
+  ByteWriter w;
+  w.raw(make_proof(mesh.config_.token, "dialer", peer_nonce, my_nonce));
+  mesh.send_control(*this, static_cast<std::uint8_t>(FrameOp::kAuthenticate), w.bytes());
+  phase = Phase::kEstablished;
+  if (registering) {
+    send_registration();
+    mesh.peers_[0] = this;
+  } else {
+    peer = node;
+    mesh.log_.info("mesh: connected to node {} at {}", node, label);
+  }
+  mesh.count_peer(*this);
+  mesh.write_some(*this);
+  return true;
+}
+
+std::string MeshFabric::refuse_claim(const Connection& c) const {
+  if (c.claimed_peer == kUnassignedNode) {
+    return {};
+  }
+  if (c.claimed_peer == node_id_) {
+    return fmt::format("node {} is this node", c.claimed_peer);
+  }
+  auto it = peers_.find(c.claimed_peer);
+  if (it != peers_.end() && it->second != &c && it->second->phase != Connection::Phase::kClosed) {
+    // The id stays bound to the connection that registered it: a second claim is refused.
+    return fmt::format("node {} is already connected from {}", c.claimed_peer, it->second->label);
+  }
+  return {};
+}
+
+void MeshFabric::expire_handshakes(EventLoop::Clock::time_point now) {
+  std::vector<Connection*> slow;
+  for (auto& [fd, c] : connections_) {
+    if (c->phase != Connection::Phase::kEstablished && c->phase != Connection::Phase::kClosed &&
+        now - c->opened > config_.handshake_timeout) {
+      slow.push_back(c.get());
+    }
+  }
+  for (Connection* c : slow) {
+    ++stats_.refused_peers;
+    close_connection(*c, fmt::format("{} did not complete the handshake within {} ms", c->label,
+                                     config_.handshake_timeout.count()));
+  }
+}
+
+}  // namespace ernic::emu

@@ -1,0 +1,160 @@
+// What the mesh's process tests share: a QP with a registered buffer on one instance, a
+// supervisor configuration, and a verified SEND/WRITE/READ exchange.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include <unistd.h>
+
+#include "frontend/shm_client.h"
+#include "supervisor.h"
+#include "test_process.h"
+
+namespace ernic::emu {
+
+inline constexpr std::size_t kBuffer = 16u << 20;
+
+// One QP with a registered buffer on one instance.
+struct Endpoint {
+  explicit Endpoint(ShmClient& c) : client(c) {
+    pd = c.alloc_pd();
+    cq = c.create_cq();
+    memory = c.allocate(kBuffer);
+    keys = c.reg_mr(pd, memory, 0, kBuffer,
+                    kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead);
+    qpn = c.create_qp(pd, cq, cq);
+    QpAttributes a;
+    a.state = QpState::kInit;
+    a.access = kAccessRemoteWrite | kAccessRemoteRead;
+    c.modify_qp(qpn, a);
+  }
+  void connect_to(const Endpoint& peer) {
+    QpAttributes a;
+    a.state = QpState::kRtr;
+    a.remote_gid = peer.client.gids().front();
+    a.remote_qpn = peer.qpn;
+    client.modify_qp(qpn, a);
+    a.state = QpState::kRts;
+    client.modify_qp(qpn, a);
+  }
+  std::uint64_t addr(std::size_t offset) const {
+    return reinterpret_cast<std::uint64_t>(memory.data + offset);
+  }
+  SendWr wr(SendOpcode op, std::uint64_t id, std::size_t offset, std::uint32_t length,
+            const Endpoint& peer, std::size_t remote_offset) const {
+    SendWr w;
+    w.wr_id = id;
+    w.opcode = op;
+    w.sge = {addr(offset), length, keys.lkey};
+    w.remote_addr = peer.addr(remote_offset);
+    w.rkey = peer.keys.rkey;
+    return w;
+  }
+  ShmClient::Completion next(int seconds = 10) {
+    ShmClient::Completion c;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (client.poll_cq(cq, {&c, 1}) == 0) {
+      REQUIRE(std::chrono::steady_clock::now() < deadline);
+      client.wait(std::chrono::microseconds(10), std::chrono::milliseconds(200));
+    }
+    return c;
+  }
+
+  ShmClient& client;
+  std::uint32_t pd, cq, qpn;
+  ShmClient::Memory memory;
+  MemoryKeys keys;
+};
+
+// A QP on each of two clients (the same client twice for a loopback pair), connected.
+struct EndpointPair {
+  EndpointPair(ShmClient& x, ShmClient& y) : a(x), b(y) {
+    a.connect_to(b);
+    b.connect_to(a);
+  }
+  Endpoint a;
+  Endpoint b;
+};
+
+// A verified exchange between a client of `first` and one of `second` (socket paths).
+inline void fill(std::byte* p, std::size_t n, unsigned seed) {
+  for (std::size_t i = 0; i < n; ++i) {
+    p[i] = static_cast<std::byte>((i * 7 + seed + (i >> 9)) & 0xff);
+  }
+}
+
+inline bool same(const std::byte* a, const std::byte* b, std::size_t n) {
+  return std::memcmp(a, b, n) == 0;
+}
+
+inline SupervisorConfig mesh_config(const std::filesystem::path& dir, int instances,
+                                    const std::string& token = "mesh-test-token") {
+  SupervisorConfig c;
+  c.executable = ERNIC_BINARY;
+  c.instances = instances;
+  c.token = token;
+  c.dir = dir;
+  c.ready_timeout = std::chrono::milliseconds(20000);
+  return c;
+}
+
+// SEND, WRITE and READ of `size` bytes from a to b, each checked byte for byte.
+inline void exchange(Endpoint& a, Endpoint& b, std::uint32_t size, unsigned seed) {
+  fill(a.memory.data, size, seed);
+  b.client.post_recv(b.qpn, {1, {b.addr(0), size, b.keys.lkey}});
+  a.client.post_send(a.qpn, a.wr(SendOpcode::kSend, 10, 0, size, b, 0));
+  auto c = a.next();
+  REQUIRE(c.ok());
+  auto r = b.next();
+  REQUIRE(r.ok());
+  CHECK(r.byte_len == size);
+  CHECK(same(a.memory.data, b.memory.data, size));
+
+  fill(a.memory.data, size, seed + 1);
+  a.client.post_send(a.qpn, a.wr(SendOpcode::kRdmaWrite, 11, 0, size, b, size));
+  REQUIRE(a.next().ok());
+  CHECK(same(a.memory.data, b.memory.data + size, size));
+
+  fill(b.memory.data + 2 * size, size, seed + 2);
+  a.client.post_send(a.qpn, a.wr(SendOpcode::kRdmaRead, 12, 3 * size, size, b, 2 * size));
+  REQUIRE(a.next().ok());
+  CHECK(same(a.memory.data + 3 * size, b.memory.data + 2 * size, size));
+}
+
+inline void exchange_between(const std::string& first, const std::string& second, unsigned seed) {
+  ShmClient x(first);
+  if (first == second) {
+    EndpointPair pair(x, x);
+    exchange(pair.a, pair.b, 65536, seed);
+    return;
+  }
+  ShmClient y(second);
+  EndpointPair pair(x, y);
+  exchange(pair.a, pair.b, 300000, seed);
+}
+
+inline std::string port_for_test(int offset) {
+  return std::to_string(20000 + (getpid() * 11 + offset) % 20000);
+}
+
+// `ernicctl perf` between the two instances with --verify; true when both sides pass.
+inline bool perf_passes(const Supervisor& s, const std::filesystem::path& dir, int port_offset) {
+  const std::string port = port_for_test(port_offset);
+  const pid_t server =
+      spawn_ernicctl({"perf", "write_bw", "--socket", s.instances()[0].socket.string(), "-p", port,
+                      "-s", "1048576", "-n", "64", "--verify"},
+                     dir / "verify-server.txt");
+  const pid_t client =
+      spawn_ernicctl({"perf", "write_bw", "--socket", s.instances()[1].socket.string(), "-p", port,
+                      "-s", "1048576", "-n", "64", "--verify", "127.0.0.1"},
+                     dir / "verify-client.txt");
+  const bool client_ok = wait_exit(client, std::chrono::seconds(60)) == 0;
+  return wait_exit(server, std::chrono::seconds(10)) == 0 && client_ok;
+}
+
+}  // namespace ernic::emu

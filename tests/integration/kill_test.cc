@@ -1,0 +1,116 @@
+// SIGKILL of `ernicctl run` at random moments: nothing it started survives it (emulator
+// instances, load generators, tools), and `ernicctl down` removes everything it left.
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <fstream>
+#include <optional>
+#include <random>
+#include <regex>
+#include <thread>
+
+#include "ernicctl_runner.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+const std::string kQuickstart = std::string(ERNIC_SOURCE_DIR) + "/scenarios/quickstart.yaml";
+
+// Every process ernicctl starts inherits its environment: the marker finds them all, also
+// those reparented to init after ernicctl died and those inside the run's namespaces.
+int processes_marked(const std::string& marker) {
+  return count_running_processes([&](const fs::path& proc) {
+    std::ifstream in(proc / "environ", std::ios::binary);
+    std::string environ((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return environ.find(marker) != std::string::npos;
+  });
+}
+
+// The run token, read from the lock file ernicctl holds open.
+std::optional<std::string> run_token_of(pid_t pid) {
+  static const std::regex kLock(".*/ernicctl-run-([0-9a-f]{6})\\.lock$");
+  std::error_code ignored;
+  for (const auto& fd :
+       fs::directory_iterator(fs::path("/proc") / std::to_string(pid) / "fd", ignored)) {
+    std::smatch m;
+    const std::string target = fs::read_symlink(fd.path(), ignored).string();
+    if (std::regex_match(target, m, kLock)) {
+      return m[1].str();
+    }
+  }
+  return std::nullopt;
+}
+
+bool eventually(const std::function<bool()>& done, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+// What a run with `token` may leave behind, by name.
+std::vector<std::string> traces_of(const std::string& token) {
+  std::vector<std::string> found;
+  for (const auto& name : namespaces()) {
+    if (name.starts_with("ernic-" + token + "-")) {
+      found.push_back("netns " + name);
+    }
+  }
+  for (const auto& path : {fs::temp_directory_path() / ("ernic-" + token),
+                           fs::temp_directory_path() / ("ernicctl-run-" + token + ".lock")}) {
+    if (fs::exists(path)) {
+      found.push_back(path.string());
+    }
+  }
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("SIGKILL of ernicctl run leaves nothing running, and down leaves nothing at all") {
+  auto dir = fresh_dir("kill");
+  std::mt19937 random(std::random_device{}());
+  for (int round = 0; round < 10; ++round) {
+    INFO("round " << round);
+    const std::string marker =
+        "ERNIC_KILL_TEST=" + std::to_string(getpid()) + "-" + std::to_string(round);
+    std::vector<std::string> argv = {ERNIC_BINARY,
+                                     "run",
+                                     kQuickstart,
+                                     "--runs-dir",
+                                     (dir / "runs").string(),
+                                     "--set",
+                                     "history.path=" + (dir / "history.jsonl").string()};
+    auto process =
+        ernic::Subprocess::spawn({.argv = argv,
+                                  .env = {{"ERNIC_KILL_TEST", marker.substr(marker.find('=') + 1)}},
+                                  .netns_path = "",
+                                  .stdin_file = ""},
+                                 {});
+    std::optional<std::string> token;
+    REQUIRE(eventually([&] { return (token = run_token_of(process->pid())).has_value(); }, 20s));
+    // A random moment of the run: starting the instances, setting up hosts, mid-point.
+    std::this_thread::sleep_for(std::chrono::milliseconds(random() % 2500));
+    INFO("run " << *token);
+    ::kill(process->pid(), SIGKILL);
+    REQUIRE(process->wait_until(std::chrono::steady_clock::now() + 10s, false) ==
+            ernic::Subprocess::WaitEnd::kExited);
+    CHECK(process->term_signal() == SIGKILL);
+    CHECK(eventually([&] { return processes_marked(marker) == 0; }, 10s));
+    const Invocation down = run_ernicctl({"down"});
+    INFO(down.out << down.err);
+    CHECK(down.exit_code == 0);
+    CHECK(traces_of(*token).empty());
+    CHECK(processes_marked(marker) == 0);
+  }
+  fs::remove_all(dir);
+}
