@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Measures the embedded emulator against plain TCP on loopback, in one run, and prints each
-# figure and each ratio (design targets in docs/emulator.md):
-#   WRITE BW(1 MiB) / iperf3 one stream          >= 1.2
-#   BW(8 MiB) / BW(1 MiB), send, write, read     >= 0.9
-#   send_lat typical(4 KiB) / TCP busy-poll RTT  <= 3
-#   idle instance CPU                            <= 2 % of a core
-# Usage: bench/emulator.sh [path/to/ernicctl]   (a Release build; sanitizers distort everything)
+# figure (bandwidth with the CPU the load generators and instances used) and each ratio
+# against its target (issue 13; docs/emulator.md "Performance"):
+#   WRITE BW(1 MiB) / iperf3 one TCP stream        >= 1.5
+#   BW(8 MiB) / BW(1 MiB), send, write, read       >= 0.9
+#   send_lat typical(4 KiB) / TCP busy-poll RTT    <= 1.0
+#   write_lat typical(4 KiB) / send_lat(4 KiB)     <= 1.2
+#   idle instance CPU over 10 s                    <= 2 % of a core
+# Usage: bench/emulator.sh [path/to/ernicctl]   (an optimized build, RelWithDebInfo or Release;
+# sanitizers distort everything). Exit status 0 even when a target is missed: the machine is
+# shared and single runs are noisy, so the printed ratios are what to read.
 set -euo pipefail
 
 ERNICCTL=${1:-${ERNICCTL:-build-rel/cli/ernicctl}}
-[[ -x $ERNICCTL ]] || { echo "no ernicctl at $ERNICCTL (build a Release tree, or pass its path)" >&2; exit 2; }
-command -v iperf3 >/dev/null || { echo "iperf3 is not installed" >&2; exit 2; }
+[[ -x $ERNICCTL ]] || { echo "no ernicctl at $ERNICCTL (build one, or pass its path)" >&2; exit 2; }
+command -v iperf3 >/dev/null || { echo "iperf3 is not installed (apt-get install iperf3)" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "python3 is not installed" >&2; exit 2; }
 ERNICCTL=$(realpath "$ERNICCTL")
 WORK=$(mktemp -d /tmp/ernic-bench.XXXXXX)
 PIDS=()
@@ -32,6 +37,7 @@ wait_ready() {  # LOG
 
 "$ERNICCTL" emulator --backend tcp:manager:listen:0 --socket m.sock --token bench \
   --gids 10.0.0.1 --log-file m.log --stats-file m.stats & PIDS+=($!)
+MANAGER=$!
 wait_ready m.log
 PORT=$(grep -o "listening on 127.0.0.1:[0-9]*" m.log | cut -d: -f2)
 "$ERNICCTL" emulator --backend "tcp:worker:127.0.0.1:$PORT" --socket w.sock --token bench \
@@ -40,67 +46,89 @@ WORKER=$!
 wait_ready w.log
 
 OOB=$((20000 + RANDOM % 20000))
-perf() {  # TEST ARGS... -> prints the client's result row
+# Runs one test (server on the manager, client on the worker) and prints one line from both
+# sides' JSON: bandwidth "GB/s client% worker% server% manager%", latency "typical_usec".
+perf() {  # TEST ARGS...
   local test=$1; shift
-  timeout 120 "$ERNICCTL" perf "$test" --socket m.sock -p "$OOB" "$@" > server.txt 2>&1 &
+  rm -f client.json server.json
+  timeout 120 "$ERNICCTL" perf "$test" --socket m.sock -p "$OOB" --json server.json "$@" \
+    > server.txt 2>&1 &
   local server=$!
   local out
-  out=$(timeout 120 "$ERNICCTL" perf "$test" --socket w.sock -p "$OOB" "$@" 127.0.0.1 2>&1) || {
-    echo "ernicctl perf $test $* failed:" >&2; echo "$out" >&2; exit 1; }
-  wait "$server"
-  echo "$out" | grep -E '^ [0-9]+ '
+  out=$(timeout 120 "$ERNICCTL" perf "$test" --socket w.sock -p "$OOB" --json client.json "$@" \
+    127.0.0.1 2>&1) || { echo "ernicctl perf $test $* failed:" >&2; echo "$out" >&2; exit 1; }
+  wait "$server" || { echo "ernicctl perf $test (server) failed:" >&2; cat server.txt >&2; exit 1; }
+  python3 - <<'EOF'
+import json
+c = json.load(open("client.json"))["results"][0]
+s = json.load(open("server.json"))["results"][0]
+if "bw_average_bytes_per_second" in c:
+    print("%.3f %.0f %.0f %.0f %.0f" % (c["bw_average_bytes_per_second"] / 1e9,
+          c["cpu"]["load_generator_percent"], c["cpu"]["instance_percent"],
+          s["cpu"]["load_generator_percent"], s["cpu"]["instance_percent"]))
+else:
+    print("%.2f" % c["t_typical_usec"])
+EOF
 }
-gbytes() { awk '{printf "%.3f", $4 / 8}'; }   # BW average [Gb/sec] column -> GB/s
-typical() { awk '{print $5}'; }
 
 echo "ERNIC embedded emulator bench, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
+echo "Bandwidth: BW average in GB/s (10^9 bytes), median of 3 runs; then the CPU that run used,"
+echo "in % of one core: client load generator / worker instance / server load generator / manager"
+# The machine is shared: the median of three runs (by the first figure), not one sample.
+median3() { for _ in 1 2 3; do perf "$@"; done | sort -n | sed -n 2p; }
 declare -A BW
-printf '%-8s %10s %10s %10s %10s   (GB/s, BW average, median of 3 runs)\n' verb "4KiB" "64KiB" "1MiB" "8MiB"
+printf '%-6s %-9s %8s   %s\n' verb size "GB/s" "CPU % (client/worker/server/manager)"
 for verb in send write read; do
-  row=()
   for size in 4096 65536 1048576 8388608; do
     iters=$(( size >= 8388608 ? 200 : size >= 1048576 ? 1500 : 5000 ))
-    # This machine is shared: the median of three runs, not one sample.
-    v=$(for _ in 1 2 3; do perf "${verb}_bw" -s "$size" -n "$iters" --report_gbits | gbytes; echo; done |
-        sort -n | sed -n 2p)
-    BW[$verb,$size]=$v
-    row+=("$v")
+    line=$(median3 "${verb}_bw" -s "$size" -n "$iters")
+    read -r gbs cl wi sv ma <<<"$line"
+    BW[$verb,$size]=$gbs
+    printf '%-6s %-9s %8s   %3s / %3s / %3s / %3s\n' "$verb" "$size" "$gbs" "$cl" "$wi" "$sv" "$ma"
   done
-  printf '%-8s %10s %10s %10s %10s\n' "$verb" "${row[@]}"
 done
 echo
+declare -A LAT
+echo "Latency: typical (median) of each run, median of 3 runs; send and write one way, read round trip"
 for verb in send write read; do
+  LAT[$verb,4096]=$(median3 "${verb}_lat" -s 4096 -n 2000)
+  LAT[$verb,65536]=$(median3 "${verb}_lat" -s 65536 -n 1000)
   printf '%-10s 4KiB typical %8s usec   64KiB typical %8s usec\n' "${verb}_lat" \
-    "$(perf "${verb}_lat" -s 4096 -n 2000 | typical)" "$(perf "${verb}_lat" -s 65536 -n 1000 | typical)"
+    "${LAT[$verb,4096]}" "${LAT[$verb,65536]}"
 done
-SEND_LAT=$(perf send_lat -s 4096 -n 2000 | typical)
 
 iperf3 -s -1 -p "$OOB" > /dev/null 2>&1 & IPERF=$!
-sleep 0.3
-IPERF_BPS=$(iperf3 -c 127.0.0.1 -p "$OOB" -t 5 -J | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"])')
+for _ in $(seq 100); do ss -ltn "sport = :$OOB" | grep -q LISTEN && break; sleep 0.02; done
+read -r IPERF_GB IPERF_CPU_C IPERF_CPU_S < <(iperf3 -c 127.0.0.1 -p "$OOB" -t 5 -J | python3 -c '
+import json, sys
+e = json.load(sys.stdin)["end"]
+cpu = e["cpu_utilization_percent"]  # getrusage over wall time: % of one core, as above
+print("%.3f %.0f %.0f" % (e["sum_received"]["bits_per_second"] / 8e9, cpu["host_total"], cpu["remote_total"]))')
 wait "$IPERF" || true
-IPERF_GB=$(awk -v b="$IPERF_BPS" 'BEGIN{printf "%.3f", b / 8e9}')
 TCP_RTT=$("$ERNICCTL" perf tcp_pingpong -s 4096 -n 5000 | sed -E 's/.*round trip median ([0-9.]+) usec.*/\1/')
 
-# Idle CPU of the worker: nothing runs against it now.
+# Idle CPU of both instances: nothing runs against them now.
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-T0=$(ticks "$WORKER"); sleep 3; T1=$(ticks "$WORKER")
-IDLE=$(awk -v d=$((T1 - T0)) -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.2f", 100 * d / hz / 3}')
+W0=$(ticks "$WORKER"); M0=$(ticks "$MANAGER"); sleep 10; W1=$(ticks "$WORKER"); M1=$(ticks "$MANAGER")
+idle() { awk -v d=$(($2 - $1)) -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.2f", 100 * d / hz / 10}'; }
+IDLE_W=$(idle "$W0" "$W1"); IDLE_M=$(idle "$M0" "$M1")
 
 echo
-echo "iperf3, one TCP stream over loopback: $IPERF_GB GB/s"
+echo "iperf3, one TCP stream over loopback: $IPERF_GB GB/s (CPU % of a core: client $IPERF_CPU_C / server $IPERF_CPU_S)"
 echo "TCP busy-poll ping-pong, 4 KiB, round trip: $TCP_RTT usec"
-echo "idle worker instance: $IDLE % of a core"
+echo "idle instances over 10 s: worker $IDLE_W %, manager $IDLE_M % of a core"
 echo
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 pass() { awk -v r="$1" -v t="$2" -v op="$3" 'BEGIN{ ok = (op == ">=") ? r >= t : r <= t; print ok ? "meets" : "MISSES" }'; }
-R=$(ratio "${BW[write,1048576]}" "$IPERF_GB"); echo "ratio WRITE BW(1MiB) / iperf3         = $R  (target >= 1.2: $(pass "$R" 1.2 '>='))"
+R=$(ratio "${BW[write,1048576]}" "$IPERF_GB"); echo "ratio WRITE BW(1MiB) / iperf3          = $R  (target >= 1.5: $(pass "$R" 1.5 '>='))"
 for verb in send write read; do
   R=$(ratio "${BW[$verb,8388608]}" "${BW[$verb,1048576]}")
-  echo "ratio ${verb} BW(8MiB) / BW(1MiB)$(printf '%*s' $((6 - ${#verb})) '')    = $R  (target >= 0.9: $(pass "$R" 0.9 '>='))"
+  echo "ratio ${verb} BW(8MiB) / BW(1MiB)$(printf '%*s' $((6 - ${#verb})) '')     = $R  (target >= 0.9: $(pass "$R" 0.9 '>='))"
 done
-R=$(ratio "$SEND_LAT" "$TCP_RTT"); echo "ratio send_lat(4KiB) / TCP RTT        = $R  (target <= 3: $(pass "$R" 3 '<='))"
-echo "idle instance CPU                    = $IDLE %  (target <= 2: $(pass "$IDLE" 2 '<='))"
+R=$(ratio "${LAT[send,4096]}" "$TCP_RTT"); echo "ratio send_lat(4KiB) / TCP RTT         = $R  (target <= 1.0: $(pass "$R" 1.0 '<='))"
+R=$(ratio "${LAT[write,4096]}" "${LAT[send,4096]}"); echo "ratio write_lat(4KiB) / send_lat(4KiB) = $R  (target <= 1.2: $(pass "$R" 1.2 '<='))"
+IDLE=$(awk -v a="$IDLE_W" -v b="$IDLE_M" 'BEGIN{print (a > b) ? a : b}')
+echo "idle instance CPU (worse of the two)   = $IDLE %  (target <= 2: $(pass "$IDLE" 2 '<='))"
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

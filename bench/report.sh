@@ -3,19 +3,33 @@
 # wall time and peak RSS of each, and the 100k/10k ratios.
 # Targets (issue 6): 100k records in at most 2 s and 256 MiB, time growing linearly.
 #
-#   bench/report.sh                  # builds a Release ernicctl in build-bench/ first
+#   bench/report.sh [path/to/ernicctl]      # the binary to measure, as the other benches take it
 #   ERNICCTL=path/to/ernicctl bench/report.sh
-#
-# Exit status 1 when a target is missed. Needs /usr/bin/time (Debian package "time").
+#   bench/report.sh --build                 # first builds a Release ernicctl in build-bench/
+#                                           # (ERNIC_BENCH_BUILD to change; ~10 min on 2 cores)
+# Without an argument it uses $ERNICCTL, else build/cli/ernicctl.
+# Exit status 1 when a target is missed, 2 when there is nothing to measure. Needs /usr/bin/time
+# (Debian package "time").
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-if [[ -z "${ERNICCTL:-}" ]]; then
+if [[ ${1:-} == --build ]]; then
   build=${ERNIC_BENCH_BUILD:-$root/build-bench}
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DERNIC_SANITIZE=OFF \
-    -DERNIC_TESTS=OFF >/dev/null
-  ninja -C "$build" -j2 ernicctl >/dev/null
+  log=$(mktemp /tmp/ernic-bench-build.XXXXXX.log)
+  echo "bench/report.sh: building a Release ernicctl in $build (log: $log)" >&2
+  if ! { cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DERNIC_SANITIZE=OFF \
+           -DERNIC_TESTS=OFF && ninja -C "$build" -j2 ernicctl; } >"$log" 2>&1; then
+    echo "bench/report.sh: the Release build failed; its last lines ($log):" >&2
+    tail -n 25 "$log" >&2
+    exit 2
+  fi
   ERNICCTL=$build/cli/ernicctl
+else
+  ERNICCTL=${1:-${ERNICCTL:-$root/build/cli/ernicctl}}
+fi
+if [[ ! -x $ERNICCTL ]]; then
+  echo "bench/report.sh: no ernicctl at $ERNICCTL (pass the binary to measure, or --build)" >&2
+  exit 2
 fi
 if [[ ! -x /usr/bin/time ]]; then
   echo "bench/report.sh: /usr/bin/time is missing (apt-get install time)" >&2
@@ -38,8 +52,12 @@ for records in 10000 100000; do
   # best of 3: the machine is shared, and the slowest runs measure the neighbours
   best=""
   for attempt in 1 2 3; do
-    /usr/bin/time -v "$ERNICCTL" report "$history" --out "$work/site-$records" \
-      >"$work/report-$records.out" 2>"$work/time-try.txt"
+    if ! /usr/bin/time -v "$ERNICCTL" report "$history" --out "$work/site-$records" \
+      >"$work/report-$records.out" 2>"$work/time-try.txt"; then
+      echo "bench/report.sh: '$ERNICCTL report' failed on $records records:" >&2
+      tail -n 20 "$work/report-$records.out" "$work/time-try.txt" >&2
+      exit 2
+    fi
     elapsed=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$work/time-try.txt")
     seconds=$(to_seconds "$elapsed")
     if [[ -z $best ]] || awk "BEGIN{exit !($seconds < $best)}"; then

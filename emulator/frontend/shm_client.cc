@@ -255,7 +255,9 @@ bool ShmClient::drain_completions() {
   }
   for (; head != tail; ++head) {
     const shm::CompletionEntry& e = area_->completions[head % shm::kCompletionSlots];
-    ready_[e.cq].push_back({e.wr_id, e.qpn, e.byte_len, e.imm, e.status, e.opcode, e.has_imm != 0});
+    ready_[e.cq].push_back(
+        {e.wr_id, e.qpn, e.byte_len, e.imm, e.status, e.opcode, e.has_imm != 0,
+         std::chrono::steady_clock::time_point(std::chrono::nanoseconds(e.completed_ns))});
   }
   area_->completion_head.value.store(head, std::memory_order_release);
   return true;
@@ -276,27 +278,44 @@ std::size_t ShmClient::poll_cq(std::uint32_t cq, std::span<Completion> out) {
 }
 
 bool ShmClient::wait(std::chrono::microseconds spin, std::chrono::milliseconds timeout) {
-  auto has_any = [this] {
-    drain_completions();
-    for (const auto& [cq, queue] : ready_) {
-      if (!queue.empty()) {
+  return wait_until(
+      [this] {
+        drain_completions();
+        for (const auto& [cq, queue] : ready_) {
+          if (!queue.empty()) {
+            return true;
+          }
+        }
+        return false;
+      },
+      spin, timeout);
+}
+
+void ShmClient::watch_writes(const std::byte* data, std::size_t size) {
+  const auto begin = reinterpret_cast<std::uint64_t>(data);
+  area_->write_watch.begin.store(begin, std::memory_order_relaxed);
+  area_->write_watch.end.store(size == 0 ? begin : begin + size, std::memory_order_seq_cst);
+}
+
+bool ShmClient::wait_until(const std::function<bool()>& ready, std::chrono::microseconds spin,
+                           std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    // Spin first, again after every wake-up: a wake-up for something else (the completion of
+    // our own request) must not make us block through the answer that follows it.
+    const auto spin_start = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - spin_start < spin) {
+      if (ready()) {
         return true;
       }
+      // Spin politely: on two cores the instance we wait for may need this CPU.
+      sched_yield();
     }
-    return false;
-  };
-  const auto start = std::chrono::steady_clock::now();
-  while (std::chrono::steady_clock::now() - start < spin) {
-    if (has_any()) {
-      return true;
-    }
-    // Spin politely: on two cores the instance we wait for may need this CPU.
-    sched_yield();
-  }
-  const auto deadline = start + timeout;
-  while (true) {
+    // Say we are about to block, then look once more (the fence keeps that look after the
+    // store): what the instance completes or places after it sees the flag rings the eventfd.
     area_->client_waiting.value.store(1, std::memory_order_seq_cst);
-    if (has_any()) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (ready()) {
       area_->client_waiting.value.store(0, std::memory_order_relaxed);
       return true;
     }

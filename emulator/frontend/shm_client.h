@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -34,6 +35,7 @@ class ShmClient {
     std::uint8_t status = 0;  // WcStatus or shm::kLocalQpOperationError
     std::uint8_t opcode = 0;
     bool has_imm = false;
+    std::chrono::steady_clock::time_point completed_at;  // when the instance completed it
     bool ok() const { return status == 0; }
   };
 
@@ -65,6 +67,13 @@ class ShmClient {
   // Waits for any completion: spins for `spin`, then blocks on the completion eventfd.
   // Returns false on timeout; throws when the instance went away.
   bool wait(std::chrono::microseconds spin, std::chrono::milliseconds timeout);
+  // Asks the instance to wake this client when an RDMA WRITE lands in [data, data + size)
+  // (memory this client allocated); size 0 stops watching.
+  void watch_writes(const std::byte* data, std::size_t size);
+  // Waits until `ready()` holds, as wait() does: spins for `spin`, then blocks until a
+  // completion or a watched WRITE arrives and looks again. `ready` may read watched memory.
+  bool wait_until(const std::function<bool()>& ready, std::chrono::microseconds spin,
+                  std::chrono::milliseconds timeout);
   // Requests posted and not yet completed must stay below the completion ring size.
   static constexpr std::uint32_t kMaxOutstanding = shm::kCompletionSlots / 2;
 

@@ -13,7 +13,7 @@
 // when the other side said it is about to block.
 namespace ernic::emu::shm {
 
-inline constexpr std::uint32_t kProtocolVersion = 1;
+inline constexpr std::uint32_t kProtocolVersion = 2;
 inline constexpr std::uint32_t kSubmitSlots = 4096;
 inline constexpr std::uint32_t kCompletionSlots = 8192;
 
@@ -44,6 +44,9 @@ struct CompletionEntry {
   std::uint8_t opcode;  // WcOpcode; 0xff for a NOP
   std::uint8_t has_imm;
   std::uint8_t reserved[5];
+  // When the instance completed it (CLOCK_MONOTONIC, ns; steady_clock on both sides): a
+  // client that was descheduled meanwhile still learns when the work was done.
+  std::uint64_t completed_ns;
 };
 
 // A work request the instance could not even start (unknown QP, QP not ready).
@@ -55,6 +58,16 @@ struct alignas(64) Index {
 };
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 
+// Memory a client waits on for an RDMA WRITE to land (perftest's write_lat polls the last byte
+// of its buffer). After placing a WRITE segment that overlaps [begin, end) (client addresses,
+// as work requests use them) the instance treats it like a completion: it rings the completion
+// eventfd when the client set client_waiting. begin == end watches nothing.
+struct alignas(64) WriteWatch {
+  std::atomic<std::uint64_t> begin;
+  std::atomic<std::uint64_t> end;
+};
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+
 struct Area {
   Index submit_head;       // instance consumes
   Index submit_tail;       // client produces
@@ -62,6 +75,7 @@ struct Area {
   Index completion_tail;   // instance produces
   Index instance_waiting;  // set by the instance before it blocks: ring the doorbell
   Index client_waiting;    // set by the client before it blocks: notify completions
+  WriteWatch write_watch;  // set by the client: placed WRITEs there count as completions
   SubmitEntry submits[kSubmitSlots];
   CompletionEntry completions[kCompletionSlots];
 };

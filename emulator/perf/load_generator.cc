@@ -1,13 +1,12 @@
 #include "perf/load_generator.h"
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -18,6 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "frontend/shm_client.h"
+#include "perf/cpu_usage.h"
+#include "perf/load_generator_output.h"
 #include "perf/oob_channel.h"
 
 namespace ernic::emu::perf {
@@ -65,10 +66,6 @@ void check(const std::byte* p, std::uint64_t length, std::uint64_t seq, std::uin
           std::to_integer<unsigned>(pattern(seq, i, qp))));
     }
   }
-}
-
-const char* verb_name(Verb v) {
-  return v == Verb::kSend ? "send" : v == Verb::kWrite ? "write" : "read";
 }
 
 std::string status_text(std::uint8_t status) {
@@ -201,12 +198,6 @@ bool server_receives(const PerfOptions& o) {
          (o.verb == Verb::kSend || (o.verb == Verb::kWrite && o.verify));
 }
 
-struct SizeResult {
-  BwResult bw;
-  LatResult lat;
-  std::vector<double> samples;
-};
-
 SizeResult client_bandwidth(Endpoint& e, const PerfOptions& o, std::uint64_t size) {
   const std::uint32_t nqp = o.qps;
   // With --verify a slot is never reused while a message from it may still be in flight.
@@ -214,8 +205,11 @@ SizeResult client_bandwidth(Endpoint& e, const PerfOptions& o, std::uint64_t siz
   std::vector<std::uint64_t> posted(nqp, 0), completed(nqp, 0);
   const std::uint64_t total = o.iterations * nqp;
   std::uint64_t done = 0;
-  std::vector<double> stamps;
+  std::vector<double> stamps;  // completion times
   stamps.reserve(total);
+  std::vector<std::vector<double>> post_times(nqp, std::vector<double>(o.iterations));
+  std::vector<double> posted_of_completed;  // in completion order, for the peak
+  posted_of_completed.reserve(total);
   const auto start = SteadyClock::now();
   while (done < total) {
     for (std::uint32_t q = 0; q < nqp; ++q) {
@@ -243,6 +237,7 @@ SizeResult client_bandwidth(Endpoint& e, const PerfOptions& o, std::uint64_t siz
             fill(local, size, seq, q);
           }
         }
+        post_times[q][seq] = usec_between(start, SteadyClock::now());
         e.client.post_send(e.qps[q].qpn, wr);
         ++posted[q];
       }
@@ -256,7 +251,10 @@ SizeResult client_bandwidth(Endpoint& e, const PerfOptions& o, std::uint64_t siz
     }
     ++completed[q];
     ++done;
-    stamps.push_back(usec_between(start, SteadyClock::now()));
+    // When the instance completed it, not when this process got to it: a client descheduled
+    // for a while would otherwise see a burst of completions and a peak that never was.
+    stamps.push_back(usec_between(start, std::max(c.completed_at, start)));
+    posted_of_completed.push_back(post_times[q][wr_seq(c.wr_id)]);
   }
   const double seconds = stamps.back() / 1e6;
   SizeResult r;
@@ -264,20 +262,12 @@ SizeResult client_bandwidth(Endpoint& e, const PerfOptions& o, std::uint64_t siz
   r.bw.iterations = o.iterations;
   r.bw.average_bytes_per_second = static_cast<double>(size * total) / seconds;
   r.bw.message_rate = static_cast<double>(total) / seconds;
-  // Peak: the best tenth of the run (the whole run when it is short).
-  r.bw.peak_bytes_per_second = r.bw.average_bytes_per_second;
-  const std::size_t chunk = std::max<std::size_t>(total / 10, depth);
-  if (total >= 2 * chunk) {
-    for (std::size_t i = chunk; i < stamps.size(); i += chunk) {
-      const double begin = i == chunk ? 0.0 : stamps[i - chunk - 1];
-      const double t = (stamps[i - 1] - begin) / 1e6;
-      if (t > 0) {
-        r.bw.peak_bytes_per_second =
-            std::max(r.bw.peak_bytes_per_second, static_cast<double>(size * chunk) / t);
-      }
-    }
-  }
+  // Windows of at least the messages all QPs keep in flight.
+  r.bw.peak_bytes_per_second =
+      std::max(r.bw.average_bytes_per_second,
+               peak_bytes_per_second(posted_of_completed, stamps, size, depth * nqp));
   r.samples = std::move(stamps);
+  r.post_times = std::move(posted_of_completed);
   return r;
 }
 
@@ -344,22 +334,16 @@ void server_bandwidth(Endpoint& e, const PerfOptions& o, std::uint64_t size,
   }
 }
 
-// Spins on a byte of registered memory that the instance writes (as perftest's write_lat
-// does), yielding the CPU after a while: on two cores a pure spin starves the instances.
-void wait_for_marker(const std::byte* p, std::byte marker, int timeout_seconds) {
-  const volatile std::byte* v = p;
-  const auto start = SteadyClock::now();
-  std::uint64_t spins = 0;
-  while (*v != marker) {
-    if ((++spins & 0x3ff) == 0) {
-      const auto waited = SteadyClock::now() - start;
-      if (waited > std::chrono::seconds(timeout_seconds)) {
-        throw std::runtime_error("Timed out waiting for the peer's RDMA WRITE");
-      }
-      if (waited > spin_window()) {
-        sched_yield();
-      }
-    }
+// Waits for the byte of registered memory that the peer's RDMA WRITE sets, as perftest's
+// write_lat polls it. The byte is watched (ShmClient::watch_writes), so after the spin window
+// the client blocks and the instance wakes it when the WRITE lands, exactly as for a
+// completion: waiting for a WRITE costs what waiting for a SEND costs.
+void wait_for_marker(Endpoint& e, std::byte* p, std::byte marker, int timeout_seconds) {
+  const auto arrived = [p, marker] {
+    return std::atomic_ref<std::byte>(*p).load(std::memory_order_acquire) == marker;
+  };
+  if (!e.client.wait_until(arrived, spin_window(), std::chrono::seconds(timeout_seconds))) {
+    throw std::runtime_error("Timed out waiting for the peer's RDMA WRITE");
   }
 }
 
@@ -392,6 +376,9 @@ SizeResult latency(Endpoint& e, const PerfOptions& o, std::uint64_t size, bool c
   std::byte* out = e.slot(0, 0);
   std::byte* in = e.slot(0, 1);
   const std::uint64_t remote_in = e.remote_slot(0, 1);
+  if (o.verb == Verb::kWrite) {
+    e.client.watch_writes(in + size - 1, 1);  // the marker byte
+  }
   for (std::uint64_t i = 0; i < o.iterations; ++i) {
     const auto t0 = SteadyClock::now();
     if (o.verb == Verb::kRead) {
@@ -422,7 +409,7 @@ SizeResult latency(Endpoint& e, const PerfOptions& o, std::uint64_t size, bool c
           }
         }
       } else {
-        wait_for_marker(in + size - 1, marker_for(i), o.timeout_seconds);
+        wait_for_marker(e, in + size - 1, marker_for(i), o.timeout_seconds);
         ShmClient::Completion drained[16];
         e.client.poll_cq(e.cq, drained);  // WRITE completions: nothing to wait for
       }
@@ -453,35 +440,6 @@ SizeResult latency(Endpoint& e, const PerfOptions& o, std::uint64_t size, bool c
   return r;
 }
 
-std::string encode_result(const SizeResult& r, Mode mode) {
-  if (mode == Mode::kBandwidth) {
-    return fmt::format("RESULT {} {} {:.6f} {:.6f} {:.6f}", r.bw.bytes, r.bw.iterations,
-                       r.bw.peak_bytes_per_second, r.bw.average_bytes_per_second,
-                       r.bw.message_rate);
-  }
-  return fmt::format("RESULT {} {} {:.3f} {:.3f} {:.3f} {:.3f} {:.3f} {:.3f} {:.3f}", r.lat.bytes,
-                     r.lat.iterations, r.lat.min, r.lat.max, r.lat.typical, r.lat.average,
-                     r.lat.stdev, r.lat.p99, r.lat.p999);
-}
-
-SizeResult decode_result(const std::string& line, Mode mode) {
-  SizeResult r;
-  std::istringstream in(line);
-  std::string tag;
-  in >> tag;
-  if (tag != "RESULT") {
-    throw std::runtime_error("peer failed: " + line);
-  }
-  if (mode == Mode::kBandwidth) {
-    in >> r.bw.bytes >> r.bw.iterations >> r.bw.peak_bytes_per_second >>
-        r.bw.average_bytes_per_second >> r.bw.message_rate;
-  } else {
-    in >> r.lat.bytes >> r.lat.iterations >> r.lat.min >> r.lat.max >> r.lat.typical >>
-        r.lat.average >> r.lat.stdev >> r.lat.p99 >> r.lat.p999;
-  }
-  return r;
-}
-
 void print_connection(std::ostream& out, Endpoint& e, const PerfOptions& o) {
   const bool rdma = o.verb != Verb::kSend;
   for (std::size_t i = 0; i < e.qps.size(); ++i) {
@@ -493,69 +451,6 @@ void print_connection(std::ostream& out, Endpoint& e, const PerfOptions& o) {
   }
   out << dashes() << (o.mode == Mode::kBandwidth ? bw_header(o.report_gbits) : lat_header());
   out.flush();
-}
-
-void print_row(std::ostream& out, const SizeResult& r, const PerfOptions& o) {
-  out << (o.mode == Mode::kBandwidth ? bw_row(r.bw, o.report_gbits) : lat_row(r.lat));
-  out.flush();
-}
-
-nlohmann::json json_of(const SizeResult& r, const PerfOptions& o) {
-  nlohmann::json j;
-  if (o.mode == Mode::kBandwidth) {
-    j = {{"bytes", r.bw.bytes},
-         {"iterations", r.bw.iterations},
-         {"bw_peak_bytes_per_second", r.bw.peak_bytes_per_second},
-         {"bw_average_bytes_per_second", r.bw.average_bytes_per_second},
-         {"msg_rate_mpps", r.bw.message_rate / 1e6}};
-    if (!r.samples.empty()) {
-      j["completion_times_usec"] = r.samples;
-    }
-  } else {
-    j = {{"bytes", r.lat.bytes},
-         {"iterations", r.lat.iterations},
-         {"t_min_usec", r.lat.min},
-         {"t_max_usec", r.lat.max},
-         {"t_typical_usec", r.lat.typical},
-         {"t_avg_usec", r.lat.average},
-         {"t_stdev_usec", r.lat.stdev},
-         {"p99_usec", r.lat.p99},
-         {"p999_usec", r.lat.p999}};
-    if (!r.samples.empty()) {
-      j["latency_usec"] = r.samples;
-    }
-  }
-  return j;
-}
-
-void write_json(const PerfOptions& o, const nlohmann::json& results, bool server) {
-  if (o.json.empty()) {
-    return;
-  }
-  nlohmann::json doc = {{"tool", "ernicctl perf"},
-                        {"test", test_title(o.verb, o.mode)},
-                        {"verb", verb_name(o.verb)},
-                        {"mode", o.mode == Mode::kBandwidth ? "bw" : "lat"},
-                        {"role", server ? "server" : "client"},
-                        {"qps", o.qps},
-                        {"tx_depth", o.tx_depth},
-                        {"verify", o.verify},
-                        {"results", results}};
-  std::ofstream out(o.json);
-  out << doc.dump(2) << "\n";
-  if (!out) {
-    throw std::runtime_error("cannot write " + o.json);
-  }
-}
-
-std::string header_line(const PerfOptions& o) {
-  std::string sizes;
-  for (auto s : o.sizes) {
-    sizes += (sizes.empty() ? "" : ",") + std::to_string(s);
-  }
-  return fmt::format("ERNICPERF1 {} {} {} {} {} {} {}", static_cast<int>(o.verb),
-                     static_cast<int>(o.mode), o.iterations, o.tx_depth, o.qps, o.verify ? 1 : 0,
-                     sizes);
 }
 
 int run_client(const PerfOptions& o, std::ostream& out) {
@@ -590,12 +485,14 @@ int run_client(const PerfOptions& o, std::ostream& out) {
       throw std::runtime_error("server failed: " + go);
     }
     SizeResult r;
+    const CpuMeter meter(device.instance_pid());
     if (o.mode == Mode::kBandwidth) {
       r = client_bandwidth(e, o, size);
     } else {
       r = latency(e, o, size, true);
       r.lat = summarize_latency(size, r.samples);
     }
+    r.cpu = meter.stop();
     oob.send_line(encode_result(r, o.mode));
     const std::string verdict = oob.receive_line();
     if (verdict != "DONE") {
@@ -619,30 +516,7 @@ int run_server(const PerfOptions& o, std::ostream& out) {
   out.flush();
   oob.accept(std::chrono::seconds(o.timeout_seconds * 10));
   // The client decides the test; the server follows (so a scenario configures one side).
-  PerfOptions s = o;
-  {
-    std::istringstream in(oob.receive_line());
-    std::string tag, sizes;
-    int verb = 0, mode = 0, verify = 0;
-    in >> tag >> verb >> mode >> s.iterations >> s.tx_depth >> s.qps >> verify >> sizes;
-    if (tag != "ERNICPERF1" || verb != static_cast<int>(o.verb) ||
-        mode != static_cast<int>(o.mode)) {
-      oob.send_line("ERR the client runs a different test");
-      throw std::runtime_error("the client runs a different test than " +
-                               test_title(o.verb, o.mode));
-    }
-    s.verify = verify != 0;
-    s.sizes.clear();
-    std::istringstream list(sizes);
-    std::string item;
-    while (std::getline(list, item, ',')) {
-      s.sizes.push_back(std::stoull(item));
-    }
-    if (s.sizes.empty() || s.qps == 0 || s.qps > 64) {
-      oob.send_line("ERR bad test parameters");
-      throw std::runtime_error("bad test parameters from the client");
-    }
-  }
+  const PerfOptions s = accept_test(oob, o);
   Endpoint e(device, s, *std::max_element(s.sizes.begin(), s.sizes.end()));
   oob.send_line("OK " + e.describe());
   const std::string qps = oob.receive_line();
@@ -669,6 +543,7 @@ int run_server(const PerfOptions& o, std::ostream& out) {
     }
     SizeResult own;
     std::string failure;
+    const CpuMeter meter(device.instance_pid());
     try {
       if (s.mode == Mode::kLatency) {
         std::memset(e.slot(0, 1), 0, e.slot_size);
@@ -684,6 +559,7 @@ int run_server(const PerfOptions& o, std::ostream& out) {
       failure = ex.what();
     }
     SizeResult r = decode_result(oob.receive_line(), s.mode);
+    r.cpu = meter.stop();  // the server's own figures: its generator, its instance
     if (!failure.empty()) {
       oob.send_line("FAIL " + failure);
       throw std::runtime_error(failure);

@@ -3,14 +3,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <ostream>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "frontend/shm_client.h"
+#include "perf/cpu_usage.h"
 #include "perf/load_generator.h"
 
 namespace ernic::emu::perf {
@@ -115,27 +114,6 @@ std::vector<double> write_round_trips(Side& from, const Side& to, std::uint64_t 
   return samples;
 }
 
-double cpu_seconds(pid_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto close = text.rfind(')');
-  if (close == std::string::npos) {
-    return -1;
-  }
-  std::istringstream rest(text.substr(close + 2));
-  std::string field;
-  unsigned long utime = 0, stime = 0;
-  for (int i = 3; i <= 15; ++i) {
-    rest >> field;
-    if (i == 14) {
-      utime = std::stoul(field);
-    } else if (i == 15) {
-      stime = std::stoul(field);
-    }
-  }
-  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
 void row(std::ostream& out, const std::string& name, const Summary& s) {
   out << fmt::format(" {:<58} {:>12.2f} {:>12.2f} {:>9}\n", name, s.median, s.p99, s.count);
 }
@@ -178,11 +156,11 @@ int run_micro(const MicroOptions& o, std::ostream& out, std::ostream& err) {
           summarize(write_round_trips(local, remote, o.iterations)));
     }
     const pid_t pid = client.instance_pid();
-    const double before = cpu_seconds(pid);
+    const double before = process_cpu_seconds(pid);
     const auto t0 = SteadyClock::now();
     std::this_thread::sleep_for(std::chrono::duration<double>(o.idle_seconds));
     const double wall = std::chrono::duration<double>(SteadyClock::now() - t0).count();
-    const double used = cpu_seconds(pid) - before;
+    const double used = process_cpu_seconds(pid) - before;
     out << fmt::format(
         " idle instance CPU (pid {}, {:.1f} s)                          : {:.2f} % of a core\n",
         pid, wall, 100.0 * used / wall);

@@ -93,6 +93,32 @@ std::string bw_row(const BwResult& r, bool gbits) {
                      scale(r.average_bytes_per_second), r.message_rate / 1e6);
 }
 
+double peak_bytes_per_second(const std::vector<double>& posted,
+                             const std::vector<double>& completed, std::uint64_t bytes,
+                             std::uint64_t depth) {
+  const std::size_t n = completed.size();
+  if (n == 0 || completed.back() <= 0) {
+    return 0;
+  }
+  const double size = static_cast<double>(bytes);
+  const double average = size * static_cast<double>(n) / (completed.back() / 1e6);
+  const std::size_t window = std::max<std::uint64_t>(depth, 1);
+  if (n < 2 * window || posted.size() != n) {
+    return average;
+  }
+  double peak = average;
+  const std::size_t step = std::max<std::size_t>(1, n / 1000);  // bounded work for long runs
+  for (std::size_t i = 0; i + window <= n; i += step) {
+    for (std::size_t j = i + window - 1; j < n; j += window) {
+      const double seconds = (completed[j] - posted[i]) / 1e6;
+      if (seconds > 0) {
+        peak = std::max(peak, size * static_cast<double>(j - i + 1) / seconds);
+      }
+    }
+  }
+  return peak;
+}
+
 std::string lat_header() {
   return " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    "
          "t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n";

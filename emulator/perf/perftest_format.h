@@ -27,6 +27,17 @@ struct BwResult {
   double message_rate = 0;  // messages per second
 };
 std::string bw_row(const BwResult& result, bool gbits);
+// BW peak, computed as perftest computes it: the best rate over windows of consecutive
+// messages i..j, from the time message i was posted to the time message j completed, over
+// windows of at least `depth` messages (j starting at i + depth - 1, in steps of depth). Every
+// message of a window was posted and completed inside its interval, so no window can look
+// faster than the work really went (a client that was descheduled and then finds many
+// completions at once does not make a peak). Below two windows (fewer than 2 x depth
+// messages) it is the average; it is never below the average. Times in usec since the start,
+// in completion order; `posted_usec[k]` is when the k-th completed message was posted.
+double peak_bytes_per_second(const std::vector<double>& posted_usec,
+                             const std::vector<double>& completed_usec,
+                             std::uint64_t bytes_per_message, std::uint64_t depth);
 
 std::string lat_header();
 struct LatResult {

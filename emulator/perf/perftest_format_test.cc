@@ -63,6 +63,57 @@ TEST_CASE("Gb/sec is decimal bits, as perftest reports it") {
   CHECK_THAT(bw_header(true), Catch::Contains("BW peak[Gb/sec]"));
 }
 
+// A pipelined run: message i is posted when message i - depth completed (at 0 for the first
+// `depth`), as the load generator keeps `depth` in flight; `gap(i)` usec before completion i.
+template <typename Gap>
+std::pair<std::vector<double>, std::vector<double>> pipeline(int n, int depth, Gap gap) {
+  std::vector<double> posted, completed;
+  double now = 0;
+  for (int i = 0; i < n; ++i) {
+    now += gap(i);
+    completed.push_back(now);
+    posted.push_back(i < depth ? 0.0 : completed[i - depth]);
+  }
+  return {posted, completed};
+}
+
+TEST_CASE("BW peak: a steady run peaks at its average, a faster stretch above it") {
+  auto [p1, c1] = pipeline(1000, 128, [](int) { return 10.0; });
+  CHECK(peak_bytes_per_second(p1, c1, 4096, 128) == Approx(4096.0 / 10e-6));
+  // 400 completions every 10 us, 200 every 5 us, 400 every 10 us.
+  auto [p2, c2] = pipeline(1000, 128, [](int i) { return i >= 400 && i < 600 ? 5.0 : 10.0; });
+  const double average = 4096.0 * 1000 / 9000e-6;
+  const double peak = peak_bytes_per_second(p2, c2, 4096, 128);
+  CHECK(peak > average * 1.05);
+  CHECK(peak < 4096.0 / 5e-6);  // a window starts at a post, so never the bare fast rate
+}
+
+TEST_CASE("BW peak: completions found in a burst do not make a peak") {
+  // Steady 10 us, but completions 500..627 reach the client all at once, 1280 us late (it was
+  // descheduled): timed from completion to completion a window would see 128 messages in no
+  // time at all.
+  auto [posted, completed] = pipeline(1000, 128, [](int i) {
+    return i == 500 ? 1290.0 : i > 500 && i < 628 ? 0.0 : 10.0;
+  });
+  const double steady = 4096.0 / 10e-6;
+  CHECK(completed[627] == Approx(completed[499] + 1290));
+  CHECK(peak_bytes_per_second(posted, completed, 4096, 128) < 1.5 * steady);
+}
+
+TEST_CASE("BW peak falls back to the average below two windows, and never goes below it") {
+  auto [posted, completed] = pipeline(200, 128, [](int i) { return i < 100 ? 10.0 : 2.0; });
+  const double average = 4096.0 * 200 / (completed.back() / 1e6);
+  CHECK(peak_bytes_per_second(posted, completed, 4096, 128) == Approx(average));
+  // Two windows exactly: the peak is computed (the first half ran twice as fast).
+  auto [p2, c2] = pipeline(256, 128, [](int i) { return i < 128 ? 10.0 : 20.0; });
+  const double average2 = 256.0 / (c2.back() / 1e6);
+  CHECK(peak_bytes_per_second(p2, c2, 1, 128) == Approx(1.5 * average2));
+  // Never below the average, whatever the run looked like.
+  auto [p3, c3] = pipeline(1000, 128, [](int i) { return i < 900 ? 10.0 : 100.0; });
+  CHECK(peak_bytes_per_second(p3, c3, 8, 128) >= 8 * 1000 / (c3.back() / 1e6));
+  CHECK(peak_bytes_per_second({}, {}, 8, 128) == 0);
+}
+
 TEST_CASE("GIDs print the way perftest prints them") {
   CHECK(gid_line("10.10.0.2") == " GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:10:00:02\n");
 }

@@ -1,0 +1,139 @@
+#include "perf/load_generator_output.h"
+
+#include <fstream>
+#include <ostream>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace ernic::emu::perf {
+namespace {
+
+const char* verb_name(Verb v) {
+  return v == Verb::kSend ? "send" : v == Verb::kWrite ? "write" : "read";
+}
+
+}  // namespace
+
+std::string encode_result(const SizeResult& r, Mode mode) {
+  if (mode == Mode::kBandwidth) {
+    return fmt::format("RESULT {} {} {:.6f} {:.6f} {:.6f}", r.bw.bytes, r.bw.iterations,
+                       r.bw.peak_bytes_per_second, r.bw.average_bytes_per_second,
+                       r.bw.message_rate);
+  }
+  return fmt::format("RESULT {} {} {:.3f} {:.3f} {:.3f} {:.3f} {:.3f} {:.3f} {:.3f}", r.lat.bytes,
+                     r.lat.iterations, r.lat.min, r.lat.max, r.lat.typical, r.lat.average,
+                     r.lat.stdev, r.lat.p99, r.lat.p999);
+}
+
+SizeResult decode_result(const std::string& line, Mode mode) {
+  SizeResult r;
+  std::istringstream in(line);
+  std::string tag;
+  in >> tag;
+  if (tag != "RESULT") {
+    throw std::runtime_error("peer failed: " + line);
+  }
+  if (mode == Mode::kBandwidth) {
+    in >> r.bw.bytes >> r.bw.iterations >> r.bw.peak_bytes_per_second >>
+        r.bw.average_bytes_per_second >> r.bw.message_rate;
+  } else {
+    in >> r.lat.bytes >> r.lat.iterations >> r.lat.min >> r.lat.max >> r.lat.typical >>
+        r.lat.average >> r.lat.stdev >> r.lat.p99 >> r.lat.p999;
+  }
+  return r;
+}
+
+void print_row(std::ostream& out, const SizeResult& r, const PerfOptions& o) {
+  out << (o.mode == Mode::kBandwidth ? bw_row(r.bw, o.report_gbits) : lat_row(r.lat));
+  out.flush();
+}
+
+nlohmann::json json_of(const SizeResult& r, const PerfOptions& o) {
+  nlohmann::json j;
+  if (o.mode == Mode::kBandwidth) {
+    j = {{"bytes", r.bw.bytes},
+         {"iterations", r.bw.iterations},
+         {"bw_peak_bytes_per_second", r.bw.peak_bytes_per_second},
+         {"bw_average_bytes_per_second", r.bw.average_bytes_per_second},
+         {"msg_rate_mpps", r.bw.message_rate / 1e6}};
+    if (!r.samples.empty()) {
+      j["completion_times_usec"] = r.samples;
+      j["post_times_usec"] = r.post_times;
+    }
+  } else {
+    j = {{"bytes", r.lat.bytes},
+         {"iterations", r.lat.iterations},
+         {"t_min_usec", r.lat.min},
+         {"t_max_usec", r.lat.max},
+         {"t_typical_usec", r.lat.typical},
+         {"t_avg_usec", r.lat.average},
+         {"t_stdev_usec", r.lat.stdev},
+         {"p99_usec", r.lat.p99},
+         {"p999_usec", r.lat.p999}};
+    if (!r.samples.empty()) {
+      j["latency_usec"] = r.samples;
+    }
+  }
+  j["cpu"] = {{"wall_seconds", r.cpu.wall_seconds},
+              {"load_generator_percent", r.cpu.load_generator_percent},
+              {"instance_percent", r.cpu.instance_percent}};
+  return j;
+}
+
+void write_json(const PerfOptions& o, const nlohmann::json& results, bool server) {
+  if (o.json.empty()) {
+    return;
+  }
+  nlohmann::json doc = {{"tool", "ernicctl perf"},
+                        {"test", test_title(o.verb, o.mode)},
+                        {"verb", verb_name(o.verb)},
+                        {"mode", o.mode == Mode::kBandwidth ? "bw" : "lat"},
+                        {"role", server ? "server" : "client"},
+                        {"qps", o.qps},
+                        {"tx_depth", o.tx_depth},
+                        {"verify", o.verify},
+                        {"results", results}};
+  std::ofstream out(o.json);
+  out << doc.dump(2) << "\n";
+  if (!out) {
+    throw std::runtime_error("cannot write " + o.json);
+  }
+}
+
+std::string header_line(const PerfOptions& o) {
+  std::string sizes;
+  for (auto s : o.sizes) {
+    sizes += (sizes.empty() ? "" : ",") + std::to_string(s);
+  }
+  return fmt::format("ERNICPERF1 {} {} {} {} {} {} {}", static_cast<int>(o.verb),
+                     static_cast<int>(o.mode), o.iterations, o.tx_depth, o.qps, o.verify ? 1 : 0,
+                     sizes);
+}
+
+PerfOptions accept_test(OobChannel& oob, const PerfOptions& o) {
+  PerfOptions s = o;
+  std::istringstream in(oob.receive_line());
+  std::string tag, sizes;
+  int verb = 0, mode = 0, verify = 0;
+  in >> tag >> verb >> mode >> s.iterations >> s.tx_depth >> s.qps >> verify >> sizes;
+  if (tag != "ERNICPERF1" || verb != static_cast<int>(o.verb) || mode != static_cast<int>(o.mode)) {
+    oob.send_line("ERR the client runs a different test");
+    throw std::runtime_error("the client runs a different test than " + test_title(o.verb, o.mode));
+  }
+  s.verify = verify != 0;
+  s.sizes.clear();
+  std::istringstream list(sizes);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    s.sizes.push_back(std::stoull(item));
+  }
+  if (s.sizes.empty() || s.qps == 0 || s.qps > 64) {
+    oob.send_line("ERR bad test parameters");
+    throw std::runtime_error("bad test parameters from the client");
+  }
+  return s;
+}
+
+}  // namespace ernic::emu::perf
