@@ -83,6 +83,13 @@ class SshExecChannel {
   bool closed();
   // The remote process id, announced by the command wrapper; 0 until known.
   long remote_pid();
+  // Waits until the wrapper announced the process id, the channel closes or the deadline passes;
+  // returns the id or 0.
+  long wait_remote_pid(Clock::time_point deadline);
+  // Takes the next complete line of stdout (without its newline) off the output, waiting for it
+  // until the deadline or until the channel closes. For request/answer channels (SshControl),
+  // whose stdout is consumed as it is read.
+  std::optional<std::string> next_line(Clock::time_point deadline);
 
   // Sends `data` to the command's stdin, then EOF when `last`.
   void write(std::string_view data, bool last);
@@ -101,6 +108,7 @@ class SshExecChannel {
   friend class SshConnection;
   friend struct SshChannelCallbacks;
   SshExecChannel(std::shared_ptr<SshConnection> connection, OutputSink* sink, bool announces_pid);
+  void attach_callbacks(ssh_channel raw);
 
   void on_data(std::string_view data, bool is_stderr);
   void on_exit_status(int status);

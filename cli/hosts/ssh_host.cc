@@ -8,6 +8,7 @@
 #include "common/interrupt.h"
 #include "common/units.h"
 #include "hosts/local_host.h"
+#include "hosts/ssh_control.h"
 
 namespace ernic {
 namespace {
@@ -25,9 +26,12 @@ std::string to_text(std::chrono::nanoseconds duration) {
 
 class SshRunningCommand : public RunningCommand {
  public:
-  SshRunningCommand(std::shared_ptr<SshConnection> connection, const CommandSpec& spec,
-                    OutputSink* sink)
-      : connection_(std::move(connection)), spec_(spec), started_(Clock::now()) {
+  SshRunningCommand(std::shared_ptr<SshConnection> connection, std::shared_ptr<SshControl> control,
+                    const CommandSpec& spec, OutputSink* sink)
+      : connection_(std::move(connection)),
+        control_(std::move(control)),
+        spec_(spec),
+        started_(Clock::now()) {
     channel_ = connection_->exec(wrap_command(spec_), sink, /*announces_pid=*/true);
   }
 
@@ -95,7 +99,9 @@ class SshRunningCommand : public RunningCommand {
 
   // SIGTERM to the remote process group, then SIGKILL after `grace`.
   void terminate(std::chrono::milliseconds grace) {
-    if (channel_->remote_pid() <= 0) {
+    // start() does not wait for the wrapper's pid line; a command stopped right after it
+    // started waits for it here.
+    if (channel_->wait_remote_pid(Clock::now() + connection_->options().alive_timeout) <= 0) {
       // The wrapper never reported its pid: the command never started, or the host stopped
       // answering before it did. Nothing to signal; the channel is dropped.
       return;
@@ -113,15 +119,8 @@ class SshRunningCommand : public RunningCommand {
     if (pid <= 0 || !connection_->lost_reason().empty()) {
       return;
     }
-    // sshd makes every exec the leader of its own session, so -pid is the command's group.
-    std::string command = fmt::format(
-        "exec /bin/sh -c 'kill -s {0} -- -\"$1\" 2>/dev/null || kill -s {0} \"$1\" "
-        "2>/dev/null; true' ernic {1}",
-        name, pid);
     try {
-      auto killer =
-          connection_->exec(command, nullptr, false, connection_->options().alive_timeout);
-      killer->wait_closed(Clock::now() + connection_->options().alive_timeout);
+      control_->signal_group(pid, name);
     } catch (const SshError&) {
       // A lost connection ends the command's channel too; wait() reports it.
     }
@@ -151,6 +150,7 @@ class SshRunningCommand : public RunningCommand {
   }
 
   std::shared_ptr<SshConnection> connection_;
+  std::shared_ptr<SshControl> control_;
   CommandSpec spec_;
   Clock::time_point started_;
   std::shared_ptr<SshExecChannel> channel_;
@@ -166,6 +166,7 @@ SshHost::SshHost(std::string name, std::string address, SshConnectOptions option
     options_.label = name_;
   }
   connection_ = SshConnection::open(options_);
+  control_ = std::make_shared<SshControl>(connection_);
 }
 
 SshHost::~SshHost() = default;
@@ -176,7 +177,7 @@ std::string SshHost::describe() const {
 }
 
 std::unique_ptr<RunningCommand> SshHost::start(const CommandSpec& spec, OutputSink* sink) {
-  return std::make_unique<SshRunningCommand>(connection_, spec, sink);
+  return std::make_unique<SshRunningCommand>(connection_, control_, spec, sink);
 }
 
 void SshHost::upload(std::string_view content, const std::string& path, int mode) {
@@ -212,12 +213,7 @@ void SshHost::upload(std::string_view content, const std::string& path, int mode
 }
 
 bool SshHost::is_listening(std::uint16_t port) {
-  CommandResult result =
-      run(CommandSpec{{"/bin/sh", "-c", "cat /proc/net/tcp /proc/net/tcp6 2>/dev/null"},
-                      options_.alive_timeout,
-                      {}});
-  throw_if_unanswered(result, "reading /proc/net/tcp");
-  return proc_net_tcp_listens(result.out, port);
+  return proc_net_tcp_listens(control_->tcp_tables(), port);
 }
 
 std::string SshHost::check_alive() {
@@ -236,27 +232,7 @@ std::string SshHost::check_alive() {
 }
 
 bool SshHost::has_program(const std::string& program) {
-  CommandResult result =
-      run(CommandSpec{{"/bin/sh", "-c", "command -v \"$1\" >/dev/null 2>&1", "ernic", program},
-                      options_.alive_timeout,
-                      {}});
-  throw_if_unanswered(result, "looking for " + program);
-  return result.ok();
-}
-
-void SshHost::throw_if_unanswered(const CommandResult& result, const std::string& what) {
-  // "Not installed" or "not listening" would be a wrong answer from a host that is gone.
-  if (std::string lost = connection_->lost_reason(); !lost.empty()) {
-    throw SshError(lost);
-  }
-  if (result.timed_out) {
-    // A probe that cannot read a file or look up a program within alive_timeout: the host is
-    // not answering, whatever the session's state says.
-    connection_->declare_lost(
-        fmt::format("{}: the host did not answer ({}) within {}", connection_->who(), what,
-                    to_text(std::chrono::nanoseconds(options_.alive_timeout))));
-    throw SshError(connection_->lost_reason());
-  }
+  return control_->has_program(program);
 }
 
 std::unique_ptr<SshHost> SshHost::open_new_session() const {

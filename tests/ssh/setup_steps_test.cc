@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
+
 #include <fstream>
 #include <sstream>
+#include "platform/platform.h"
 
 #include "hosts/ssh_host.h"
 #include "setup/setup_step.h"
@@ -90,14 +92,15 @@ std::string setup_error(const SetupStep& step, const YAML::Node& config, Host& h
 
 TEST_CASE("setup steps are registered by kind", "[ssh][setup]") {
   std::vector<std::string> kinds;
-  for (const SetupStep* step : all_setup_steps()) {
+  const Platform platform = builtin_platform();
+  for (const SetupStep* step : platform.setup_steps) {
     kinds.emplace_back(step->kind());
-    CHECK(find_setup_step(step->kind()) == step);
+    CHECK(platform.setup_step(step->kind()) == step);
     CHECK_FALSE(step->description().empty());
   }
   CHECK(kinds == std::vector<std::string>{"packages", "sysctl", "memlock", "soft-roce",
                                           "rdma-device", "gid-index", "command"});
-  CHECK(find_setup_step("no-such-step") == nullptr);
+  CHECK(platform.setup_step("no-such-step") == nullptr);
 }
 
 TEST_CASE("rdma-device finds the ERNIC device by PCI identity in a sysfs tree", "[ssh][setup]") {

@@ -19,9 +19,9 @@
 namespace ernic {
 namespace {
 
+using testing::SshdInNamespace;
 using testing::SshdOptions;
 using testing::SshdServer;
-using testing::TestNamespace;
 using namespace std::chrono_literals;
 
 class RecordingSink : public OutputSink {
@@ -57,15 +57,6 @@ std::string read_file(const std::string& path) {
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
-
-// A namespace with its own sshd, reached over the veth pair.
-struct SshdInNamespace {
-  TestNamespace ns{"ssh"};
-  SshdServer sshd{SshdOptions{ns.name(), ns.inside_address(), 0, false}};
-  SshHost connect(const std::string& label = "g1") {
-    return SshHost(label, ns.inside_address(), sshd.connect_options(label));
-  }
-};
 
 std::string error_of(const std::function<void()>& action) {
   try {

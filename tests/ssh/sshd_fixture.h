@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hosts/ssh_connection.h"
+#include "hosts/ssh_host.h"
 
 // Real sshd servers and network namespaces for tests (and for the end-to-end `ernicctl run`
 // over SSH). Everything created here is removed by the destructors, also when a test fails.
@@ -103,6 +104,15 @@ class SshdServer {
   pid_t pid_ = -1;
   std::string known_hosts_line_;
   bool created_etc_netns_ = false;
+};
+
+// A namespace with its own sshd, reached over the veth pair: the host most tests log in to.
+struct SshdInNamespace {
+  TestNamespace ns{"ssh"};
+  SshdServer sshd{SshdOptions{ns.name(), ns.inside_address(), 0, false}};
+  SshHost connect(const std::string& label = "g1") const {
+    return SshHost(label, ns.inside_address(), sshd.connect_options(label));
+  }
 };
 
 // Whether a process whose command line is exactly `argv` exists (checks /proc).
