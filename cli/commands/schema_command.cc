@@ -1,14 +1,16 @@
 #include <iostream>
 
 #include "commands/commands.h"
-#include "scenario/scenario_loader.h"
+#include "common/command_context.h"
+#include "scenario/scenario_json_schema.h"
 
 namespace ernic {
 
-void register_schema_command(CLI::App& app, CommandContext& /*context*/) {
+void register_schema_command(CLI::App& app, CommandContext& context) {
   CLI::App* cmd =
       app.add_subcommand("schema", "Print the scenario JSON Schema (scenarios/schema.json)");
-  cmd->callback([] { std::cout << scenario_json_schema().dump(2) << "\n"; });
+  cmd->callback(
+      [&context] { std::cout << scenario_json_schema(*context.platform).dump(2) << "\n"; });
 }
 
 }  // namespace ernic

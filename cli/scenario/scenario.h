@@ -56,7 +56,7 @@ struct Scenario {
   std::filesystem::path file;
   std::string name;
   std::string description;
-  std::string runner = "local";
+  std::string runner = "auto";  // "auto" is resolved when the record is written
   std::vector<HostSpec> hosts;
   EmulatorSettings emulator;
   std::vector<SetupEntry> setup;

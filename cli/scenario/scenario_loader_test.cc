@@ -1,10 +1,31 @@
 #include "scenario/scenario_loader.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <sstream>
+
+#include "benchmarks/registry.h"
+#include "emulators/registry.h"
+#include "hosts/registry.h"
+#include "platform/platform.h"
+#include "scenario/scenario_json_schema.h"
 
 using Catch::Matchers::Contains;
+using Catch::Matchers::EndsWith;
+using Catch::Matchers::StartsWith;
 
 namespace {
+
+const ernic::Platform& platform() {
+  static const ernic::Platform builtin = ernic::builtin_platform();
+  return builtin;
+}
+
+ernic::LoadResult load(const std::string& text, const std::vector<std::string>& sets = {}) {
+  return ernic::load_scenario_text(platform(), text, "test.yaml", sets);
+}
 
 const char* kValid = R"(
 version: 1
@@ -28,7 +49,7 @@ history:
 
 std::vector<std::string> errors_of(const std::string& text,
                                    const std::vector<std::string>& sets = {}) {
-  auto result = ernic::load_scenario_text(text, "test.yaml", sets);
+  auto result = load(text, sets);
   std::vector<std::string> errors;
   for (const auto& d : result.diagnostics) {
     errors.push_back(d.format());
@@ -39,7 +60,7 @@ std::vector<std::string> errors_of(const std::string& text,
 }  // namespace
 
 TEST_CASE("a valid scenario loads with its settings") {
-  auto result = ernic::load_scenario_text(kValid, "test.yaml", {});
+  auto result = load(kValid);
   REQUIRE(result.diagnostics.empty());
   const auto& s = *result.scenario;
   CHECK(s.name == "demo");
@@ -144,9 +165,8 @@ benchmarks: [{name: t, tool: iperf3, server: a, client: b}]
 }
 
 TEST_CASE("--set overrides keys by path, list items by index or name") {
-  auto result = ernic::load_scenario_text(
-      kValid, "test.yaml",
-      {"benchmarks.tcp.repetitions=5", "benchmarks.0.timeout=1m", "runner=self-hosted"});
+  auto result = load(
+      kValid, {"benchmarks.tcp.repetitions=5", "benchmarks.0.timeout=1m", "runner=self-hosted"});
   REQUIRE(result.diagnostics.empty());
   CHECK(result.scenario->benchmarks[0].repetitions == 5);
   CHECK(result.scenario->benchmarks[0].timeout == std::chrono::minutes(1));
@@ -163,4 +183,155 @@ TEST_CASE("--set overrides keys by path, list items by index or name") {
   CHECK_THAT(
       bad[0],
       Contains("benchmarks[0].repetitions: expected a whole number from 1 to 10000, found 'many'"));
+}
+
+namespace {
+
+// The quickstart's shape, with `{instances}` and `{instance}` to fill in.
+std::string with_instances(const std::string& instances, const std::string& instance) {
+  return "name: demo\n"
+         "emulator:\n"
+         "  kind: embedded\n"
+         "  instances: " +
+         instances +
+         "\n"
+         "hosts:\n"
+         "  - {name: a, provider: embedded, instance: 1}\n"
+         "  - {name: b, provider: embedded, instance: " +
+         instance +
+         "}\n"
+         "benchmarks: [{name: t, tool: perftest, server: a, client: b}]\n";
+}
+
+}  // namespace
+
+TEST_CASE("integers out of range or not whole are located errors, never a failed conversion") {
+  for (const char* bad : {"1e400", "99999999999999999999", "1.5", "010", "-1", "0x10", "65"}) {
+    INFO(bad);
+    std::vector<std::string> errors;
+    REQUIRE_NOTHROW(errors = errors_of(with_instances(bad, "2")));
+    REQUIRE(errors.size() == 1);
+    CHECK(errors[0] ==
+          fmt::format("test.yaml:4:14: emulator.instances: expected a whole number from 1 to 64, "
+                      "found '{}'",
+                      bad));
+  }
+  for (const char* bad : {"99999999999999999999", "1e400", "2.0"}) {
+    INFO(bad);
+    std::vector<std::string> errors;
+    REQUIRE_NOTHROW(errors = errors_of(with_instances("2", bad)));
+    REQUIRE(errors.size() == 1);
+    CHECK(errors[0] == fmt::format("test.yaml:7:45: hosts[1].instance: expected a whole number "
+                                   "from 1 to 64, found '{}'",
+                                   bad));
+  }
+  // In range, but more than the emulator starts: the cross-check, once.
+  CHECK(errors_of(with_instances("2", "3")) ==
+        std::vector<std::string>{"test.yaml:7:45: hosts[1].instance: the emulator has 2 "
+                                 "instances, there is no instance 3"});
+  auto loaded = load(with_instances("2", "2"));
+  REQUIRE(loaded.diagnostics.empty());
+  CHECK(loaded.scenario->emulator.kind == "embedded");
+  // --set values go through the same check, and so do list indexes in the path.
+  CHECK_THAT(errors_of(kValid, {"benchmarks.tcp.repetitions=1e400"})[0],
+             Contains("benchmarks[0].repetitions: expected a whole number from 1 to 10000, "
+                      "found '1e400'"));
+  CHECK(errors_of(kValid, {"benchmarks.99999999999999999999.repetitions=2"}) ==
+        std::vector<std::string>{"--set: benchmarks.99999999999999999999.repetitions: no list "
+                                 "item '99999999999999999999' (give an index or an item's name)"});
+}
+
+TEST_CASE("control characters in a scenario are printed escaped in diagnostics") {
+  std::string text =
+      "name: demo\n"
+      "hosts: [{name: a, provider: local, \"\\e[2J\\e]0;pwned\\a\": 1}]\n"
+      "benchmarks: [{name: t, tool: iperf3, server: a, client: \"b\\rok\"}]\n";
+  auto errors = errors_of(text);
+  REQUIRE(errors.size() == 2);
+  CHECK_THAT(errors[0], StartsWith("test.yaml:2:36: hosts[0].\\x1b[2J\\x1b]0;pwned\\x07: unknown "
+                                   "key '\\x1b[2J\\x1b]0;pwned\\x07'"));
+  CHECK(errors[1] == "test.yaml:3:57: benchmarks[0].client: no host named 'b\\rok'");
+  for (const auto& error : errors) {
+    CHECK(std::none_of(error.begin(), error.end(), [](unsigned char c) { return c < 0x20; }));
+  }
+}
+
+TEST_CASE("control character escaping keeps UTF-8 text and escapes everything a terminal obeys") {
+  using ernic::escape_control_characters;
+  CHECK(escape_control_characters("plain: ok") == "plain: ok");
+  CHECK(escape_control_characters("caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x9a\x80") ==
+        "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x9a\x80");
+  CHECK(escape_control_characters("a\nb\tc\rd\x1b[0m\x7f") == "a\\nb\\tc\\rd\\x1b[0m\\x7f");
+  CHECK(escape_control_characters(std::string("nul\0!", 5)) == "nul\\x00!");
+  // C1 controls (U+009B is a one-character CSI), stray and truncated bytes, overlong forms.
+  CHECK(escape_control_characters("\xc2\x9b"
+                                  "31m") == "\\u009b31m");
+  CHECK(escape_control_characters("\x9b"
+                                  "31m \xc3") == "\\x9b31m \\xc3");
+  CHECK(escape_control_characters("\xc0\x9b \xe0\x80\x9b") == "\\xc0\\x9b \\xe0\\x80\\x9b");
+  ernic::Diagnostic located{.file = "dir\r/x.yaml", .line = 1, .column = 2, .path = "k\x1b"};
+  located.message = "m\r";
+  CHECK(located.format() == "dir\\r/x.yaml:1:2: k\\x1b: m\\r");
+}
+
+TEST_CASE("runner defaults to auto; a class rocm-ernic does not chart is a warning, not an error") {
+  std::string base =
+      "name: demo\nhosts: [{name: a, provider: local}]\n"
+      "benchmarks: [{name: t, tool: iperf3, server: a, client: a}]\n";
+  auto plain = load(base);
+  REQUIRE(plain.scenario);
+  CHECK(plain.scenario->runner == "auto");
+  CHECK(plain.warnings.empty());
+  for (const char* charted : {"auto", "github-hosted", "self-hosted"}) {
+    auto loaded = load(base + "runner: " + charted + "\n");
+    REQUIRE(loaded.scenario);
+    CHECK(loaded.scenario->runner == charted);
+    CHECK(loaded.warnings.empty());
+  }
+  auto local = load(base + "runner: local\n");
+  REQUIRE(local.scenario);  // still valid: the run goes ahead
+  CHECK(local.scenario->runner == "local");
+  CHECK(local.diagnostics.empty());
+  REQUIRE(local.warnings.size() == 1);
+  CHECK(local.warnings[0].severity == ernic::Severity::kWarning);
+  CHECK(local.warnings[0].format() ==
+        "test.yaml:4:9: warning: runner: runner class 'local' is allowed, but rocm-ernic's "
+        "publisher charts only github-hosted and self-hosted (auto picks one of them)");
+  auto typo = load(base, {"runner=self-hostd"});
+  REQUIRE(typo.warnings.size() == 1);
+  CHECK_THAT(typo.warnings[0].format(), EndsWith("; did you mean 'self-hosted'?"));
+
+  std::ostringstream printed;
+  ernic::print_load_diagnostics(local, "test.yaml", printed);
+  CHECK(printed.str() == local.warnings[0].format() + "\n");
+  std::ostringstream failed;
+  ernic::print_load_diagnostics(load("name: demo\n"), "test.yaml", failed);
+  CHECK_THAT(failed.str(), EndsWith("test.yaml: 2 errors; nothing was started\n"));
+}
+
+TEST_CASE("the loader and the JSON Schema know only the platform's components") {
+  ernic::Platform small{.providers = {&ernic::local_provider()},
+                        .emulator_kinds = {&ernic::no_emulator()},
+                        .setup_steps = {},
+                        .tools = {&ernic::iperf3_benchmark()}};
+  auto errors = ernic::load_scenario_text(small, R"(name: demo
+hosts: [{name: a, provider: netns}]
+benchmarks: [{name: t, tool: perftest, server: a, client: a}]
+)",
+                                          "test.yaml", {});
+  REQUIRE(errors.diagnostics.size() == 2);
+  CHECK(errors.diagnostics[0].format() ==
+        "test.yaml:2:29: hosts[0].provider: expected one of local, found 'netns'");
+  CHECK(errors.diagnostics[1].format() ==
+        "test.yaml:3:30: benchmarks[0].tool: expected one of iperf3, found 'perftest'");
+
+  nlohmann::json schema = ernic::scenario_json_schema(small);
+  const auto& hosts = schema["properties"]["hosts"]["items"]["oneOf"];
+  REQUIRE(hosts.size() == 1);
+  CHECK(hosts[0]["properties"]["provider"]["const"] == "local");
+  CHECK(schema["properties"]["benchmarks"]["items"]["oneOf"].size() == 1);
+  CHECK(schema["properties"]["setup"]["items"]["oneOf"].empty());
+  CHECK(schema["properties"]["runner"]["default"] == "auto");
+  CHECK_FALSE(schema["properties"].contains("netns"));  // the settings of a provider not there
+  CHECK(ernic::scenario_json_schema(platform())["properties"].contains("netns"));
 }

@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
 
 #include "common/edit_distance.h"
 #include "common/units.h"
@@ -70,25 +73,8 @@ std::string expectation(const FieldSchema& field, ValueKind kind) {
   return "a value";
 }
 
-bool parses_as_integer(const std::string& text, long long& value) {
-  if (text.empty()) {
-    return false;
-  }
-  std::size_t i = text[0] == '-' ? 1 : 0;
-  if (i == text.size()) {
-    return false;
-  }
-  for (std::size_t j = i; j < text.size(); ++j) {
-    if (!std::isdigit(static_cast<unsigned char>(text[j]))) {
-      return false;
-    }
-  }
-  try {
-    value = std::stoll(text);
-  } catch (...) {
-    return false;
-  }
-  return true;
+bool in_range(std::optional<long long> value, const FieldSchema& field) {
+  return value && *value >= field.minimum && (field.maximum == 0 || *value <= field.maximum);
 }
 
 bool valid_ipv4(const std::string& text) {
@@ -101,9 +87,8 @@ bool valid_cidr(const std::string& text) {
   if (slash == std::string::npos) {
     return false;
   }
-  long long length = 0;
-  return valid_ipv4(text.substr(0, slash)) && parses_as_integer(text.substr(slash + 1), length) &&
-         length >= 8 && length <= 30;
+  auto length = parse_integer(text.substr(slash + 1));
+  return valid_ipv4(text.substr(0, slash)) && length && *length >= 8 && *length <= 30;
 }
 
 // Validates a scalar of `kind`; returns "" when valid, else the message.
@@ -118,18 +103,15 @@ std::string check_scalar(const YAML::Node& node, const FieldSchema& field, Value
   switch (kind) {
     case ValueKind::kString:
       return "";
-    case ValueKind::kInteger: {
-      long long value = 0;
-      if (!parses_as_integer(text, value) || value < field.minimum ||
-          (field.maximum > 0 && value > field.maximum)) {
-        return fail();
-      }
-      return "";
-    }
+    case ValueKind::kInteger:
+      return in_range(parse_integer(text), field) ? "" : fail();
     case ValueKind::kNumber: {
+      // Out of range (1e400, 1e-400) fails too: whatever reads the value as a double would.
       char* end = nullptr;
-      std::strtod(text.c_str(), &end);
-      return (text.empty() || *end != '\0') ? fail() : "";
+      errno = 0;
+      double value = std::strtod(text.c_str(), &end);
+      return (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(value)) ? fail()
+                                                                                        : "";
     }
     case ValueKind::kBoolean:
       return (text == "true" || text == "false") ? "" : fail();
@@ -191,6 +173,31 @@ void validate_size_range(const YAML::Node& node, const FieldSchema& field, const
 }
 
 }  // namespace
+
+std::optional<long long> parse_integer(std::string_view text) {
+  std::string_view digits = text.substr(!text.empty() && text[0] == '-' ? 1 : 0);
+  if (digits.empty() || (digits.size() > 1 && digits[0] == '0')) {
+    return std::nullopt;
+  }
+  long long value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::string scalar_text(const YAML::Node& node, const std::string& fallback) {
+  return node && node.IsScalar() ? node.Scalar() : fallback;
+}
+
+std::optional<long long> integer_value(const YAML::Node& node, const FieldSchema& field) {
+  if (!node || !node.IsScalar()) {
+    return std::nullopt;
+  }
+  std::optional<long long> value = parse_integer(node.Scalar());
+  return in_range(value, field) ? value : std::nullopt;
+}
 
 const FieldSchema* ObjectSchema::find(const std::string& name) const {
   for (const auto& field : fields) {

@@ -4,7 +4,9 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "scenario/diagnostics.h"
@@ -43,8 +45,11 @@ struct FieldSchema {
   std::shared_ptr<const ObjectSchema> object;  // kObject, or the element of a kList of objects
   ValueKind element = ValueKind::kObject;      // kList
   std::string default_text;                    // shown in docs and the JSON Schema
-  long long minimum = 0;                       // kInteger
-  long long maximum = 0;                       // kInteger; 0 = no maximum
+  // kInteger: a whole number in decimal, without leading zeros (YAML 1.1 and yaml-cpp read
+  // 010 as octal), that fits a long long and lies in [minimum, maximum]. Reading a validated
+  // value into a type that holds that range (as<int>() for a bounded key) cannot fail.
+  long long minimum = 0;
+  long long maximum = 0;  // 0 = no maximum
 };
 
 struct ObjectSchema {
@@ -61,6 +66,16 @@ void validate(const YAML::Node& node, const ObjectSchema& schema, const std::str
 // Validates one scalar or matrix value of a field.
 void validate_field(const YAML::Node& node, const FieldSchema& field, const std::string& file,
                     const std::string& path, Diagnostics& out);
+
+// The value of a kInteger text, as validation reads it: decimal digits with an optional '-',
+// no leading zero, within long long; nullopt otherwise.
+std::optional<long long> parse_integer(std::string_view text);
+// The value of `node` when it is valid for the kInteger `field`; nullopt otherwise (validation
+// reports why).
+std::optional<long long> integer_value(const YAML::Node& node, const FieldSchema& field);
+
+// The text of a scalar node; `fallback` when it is missing or not a scalar.
+std::string scalar_text(const YAML::Node& node, const std::string& fallback = "");
 
 // Location helpers for diagnostics built outside validate().
 Diagnostic diagnostic_at(const YAML::Node& node, const std::string& file, const std::string& path,

@@ -1,0 +1,130 @@
+#include "scenario/scenario_builder.h"
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+
+#include "common/units.h"
+#include "scenario/schema.h"
+
+namespace ernic {
+namespace {
+
+std::string sha256_hex(const std::string& text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(text.data(), text.size(), digest, &length, EVP_sha256(), nullptr);
+  std::string hex;
+  for (unsigned int i = 0; i < length; ++i) {
+    hex += fmt::format("{:02x}", digest[i]);
+  }
+  return hex;
+}
+
+std::vector<SetupEntry> setup_of(const YAML::Node& setup, const std::vector<HostSpec>& hosts) {
+  std::vector<SetupEntry> entries;
+  for (const auto& node : setup) {
+    SetupEntry entry{.step = node["step"].Scalar(), .hosts = {}, .config = node};
+    if (node["hosts"]) {
+      for (const auto& host : node["hosts"]) {
+        entry.hosts.push_back(host.Scalar());
+      }
+    } else {
+      for (const auto& host : hosts) {
+        entry.hosts.push_back(host.name);
+      }
+    }
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+BenchmarkEntry benchmark_of(const YAML::Node& node) {
+  BenchmarkEntry entry;
+  entry.name = node["name"].Scalar();
+  entry.tool = node["tool"].Scalar();
+  entry.server = scalar_text(node["server"]);
+  entry.client = node["client"].Scalar();
+  entry.params = node["params"] ? node["params"] : YAML::Node(YAML::NodeType::Map);
+  // The schema bounds both integers, so the conversions cannot fail.
+  if (node["repetitions"]) {
+    entry.repetitions = node["repetitions"].as<int>();
+  }
+  if (node["timeout"]) {
+    entry.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+        *parse_duration(node["timeout"].Scalar()));
+  }
+  if (node["port"]) {
+    entry.base_port = static_cast<std::uint16_t>(node["port"].as<int>());
+  }
+  return entry;
+}
+
+HistorySettings history_of(const YAML::Node& history) {
+  HistorySettings settings;
+  if (!history) {
+    return settings;
+  }
+  if (history["enabled"]) {
+    settings.enabled = history["enabled"].Scalar() == "true";
+  }
+  if (history["path"]) {
+    settings.path = history["path"].Scalar();
+  }
+  if (history["tracked_sizes"]) {
+    settings.tracked_sizes.clear();
+    for (const auto& size : history["tracked_sizes"]) {
+      settings.tracked_sizes.push_back(*parse_size(size.Scalar()));
+    }
+  }
+  return settings;
+}
+
+}  // namespace
+
+const HostSpec* Scenario::find_host(const std::string& host_name) const {
+  for (const auto& host : hosts) {
+    if (host.name == host_name) {
+      return &host;
+    }
+  }
+  return nullptr;
+}
+
+Scenario build_scenario(const YAML::Node& root, const std::string& file) {
+  Scenario scenario;
+  scenario.file = file;
+  scenario.root = root;
+  scenario.name = root["name"].Scalar();
+  scenario.description = scalar_text(root["description"]);
+  scenario.runner = scalar_text(root["runner"], scenario.runner);
+  for (const auto& node : root["hosts"]) {
+    scenario.hosts.push_back(HostSpec{.name = node["name"].Scalar(),
+                                      .provider = node["provider"].Scalar(),
+                                      .address = scalar_text(node["address"]),
+                                      .config = node});
+  }
+  if (root["emulator"]) {
+    scenario.emulator.kind = root["emulator"]["kind"].Scalar();
+    scenario.emulator.config = root["emulator"];
+  }
+  if (root["setup"]) {
+    scenario.setup = setup_of(root["setup"], scenario.hosts);
+  }
+  for (const auto& node : root["benchmarks"]) {
+    scenario.benchmarks.push_back(benchmark_of(node));
+  }
+  if (root["ab_pairs"]) {
+    for (const auto& node : root["ab_pairs"]) {
+      scenario.ab_pairs.push_back(
+          {node["name"].Scalar(), node["a"].Scalar(), node["b"].Scalar(), node["metric"].Scalar()});
+    }
+  }
+  scenario.history = history_of(root["history"]);
+  YAML::Emitter emitter;
+  emitter << root;
+  scenario.resolved_yaml = std::string(emitter.c_str()) + "\n";
+  scenario.sha256 = sha256_hex(scenario.resolved_yaml);
+  return scenario;
+}
+
+}  // namespace ernic

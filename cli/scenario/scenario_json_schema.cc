@@ -1,0 +1,58 @@
+#include "scenario/scenario_json_schema.h"
+
+#include "benchmarks/benchmark.h"
+#include "emulators/emulator_kind.h"
+#include "hosts/provider.h"
+#include "platform/platform.h"
+#include "scenario/scenario_schema.h"
+#include "setup/setup_step.h"
+
+namespace ernic {
+namespace {
+
+// One alternative per component, told apart by the value of `discriminator`.
+template <typename Component, typename Schema, typename Name>
+nlohmann::json one_of(const std::vector<Component>& components, const char* discriminator,
+                      Schema schema_of, Name name_of) {
+  nlohmann::json alternatives = nlohmann::json::array();
+  for (const auto* component : components) {
+    nlohmann::json one = to_json_schema(schema_of(*component));
+    one["properties"][discriminator] = {{"const", std::string(name_of(*component))}};
+    alternatives.push_back(std::move(one));
+  }
+  return {{"oneOf", alternatives}};
+}
+
+nlohmann::json non_empty_list_of(nlohmann::json items) {
+  return {{"type", "array"}, {"minItems", 1}, {"items", std::move(items)}};
+}
+
+}  // namespace
+
+nlohmann::json scenario_json_schema(const Platform& platform) {
+  nlohmann::json schema = to_json_schema(top_level_schema(platform));
+  schema["$schema"] = "https://json-schema.org/draft/2020-12/schema";
+  schema["title"] = "ernicctl scenario";
+  nlohmann::json& properties = schema["properties"];
+  properties["hosts"] = non_empty_list_of(one_of(
+      platform.providers, "provider",
+      [&](const HostProvider& provider) { return host_schema_for(platform, provider); },
+      [](const HostProvider& provider) { return provider.name(); }));
+  properties["setup"] = {
+      {"type", "array"},
+      {"items", one_of(
+                    platform.setup_steps, "step",
+                    [&](const SetupStep& step) { return step_schema_for(platform, step); },
+                    [](const SetupStep& step) { return step.kind(); })}};
+  properties["benchmarks"] = non_empty_list_of(one_of(
+      platform.tools, "tool",
+      [&](const Benchmark& tool) { return benchmark_schema_for(platform, &tool); },
+      [](const Benchmark& tool) { return tool.tool(); }));
+  properties["emulator"] = one_of(
+      platform.emulator_kinds, "kind",
+      [&](const EmulatorKind& kind) { return emulator_schema_for(platform, &kind); },
+      [](const EmulatorKind& kind) { return kind.name(); });
+  return schema;
+}
+
+}  // namespace ernic

@@ -1,0 +1,29 @@
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+
+#include "scenario/diagnostics.h"
+
+namespace ernic {
+
+struct Platform;
+
+// Checks that need the whole scenario, beyond what each key's schema says: names are unique,
+// the hosts a benchmark or setup step names exist, so do the benchmarks an A/B pair names and
+// the emulator instances hosts attach to. Safe on a document that failed its schema check:
+// values the schema rejected are skipped (it reported them).
+void check_references(const Platform& platform, const YAML::Node& root, const std::string& file,
+                      Diagnostics& out);
+
+// The providers' own checks (e.g. a subnet large enough for its hosts); they need a document
+// that passed every other check.
+void check_with_providers(const Platform& platform, const YAML::Node& root, const std::string& file,
+                          Diagnostics& out);
+
+// What is allowed but probably not meant, as warnings (e.g. a runner class rocm-ernic's
+// publisher does not chart).
+void check_for_warnings(const YAML::Node& root, const std::string& file, Diagnostics& out);
+
+}  // namespace ernic
