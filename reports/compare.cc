@@ -9,7 +9,7 @@
 #include <map>
 #include <tuple>
 
-#include "mann_whitney.h"
+#include "history/statistics.h"
 #include "markup.h"
 #include "record_points.h"
 
@@ -33,26 +33,26 @@ struct Samples {
 };
 
 bool usable_baseline(const RunEntry& run) {
-  return !run.has_ernicctl || run.status == "passed";
+  return !run.ernicctl || run.run_status() == "passed";
 }
 
 // Every sample a run contributes, by point and metric.
 void collect(const RunIndex& index, const RunEntry& run, bool use_points,
              std::map<Key, Samples>& out) {
-  if (use_points && run.has_ernicctl) {
+  if (use_points && run.ernicctl) {
     auto record = load_record(index, run);
-    for (const auto& point : points_of(record)) {
-      if (point.status != "passed") {
+    for (const auto& point : record.points()) {
+      if (!point.passed()) {
         continue;
       }
-      for (const auto& metric : metric_names(*point.json)) {
-        auto values = metric_samples(*point.json, metric);
+      for (const auto& metric : point.measured_metrics()) {
+        auto values = point.values(metric);
         if (values.empty()) {
           continue;
         }
         auto& samples = out[{point.id, metric}];
-        samples.unit = metric_unit(*point.json, metric);
-        samples.direction = metric_direction(*point.json, metric);
+        samples.unit = metric_unit(point, metric);
+        samples.direction = metric_direction(point, metric);
         samples.values.insert(samples.values.end(), values.begin(), values.end());
       }
     }
@@ -64,11 +64,11 @@ void collect(const RunIndex& index, const RunEntry& run, bool use_points,
     const char* unit;
     int direction;
   };
-  constexpr SeriesMetric kSeriesMetrics[] = {
+  const SeriesMetric kSeriesMetrics[] = {
       {Series::kBandwidth, "bw_peak_GBs", "GB/s", 1},
       {Series::kLatency, "lat_typical_us", "\u00b5s", -1},
       {Series::kNvmeof, "bw_avg_GBs", "GB/s", 1},
-      {Series::kTcp, "tcp_bw_GBs", "GB/s", 1},
+      {Series::kTcp, badge_key(Badge::kTcp), "GB/s", 1},
   };
   for (const auto& spec : kSeriesMetrics) {
     for (const auto& [size, value] : run.values(spec.series)) {
@@ -132,8 +132,8 @@ Comparison compare_runs(const RunIndex& index, const CompareOptions& options) {
   }
   Comparison comparison;
   comparison.run_id = current->run_id;
-  comparison.runner = current->runner;
-  comparison.scenario = current->scenario;
+  comparison.runner = current->runner_class();
+  comparison.scenario = current->scenario_name();
 
   std::vector<const RunEntry*> baseline;
   if (!options.baseline_ids.empty()) {
@@ -151,8 +151,8 @@ Comparison compare_runs(const RunIndex& index, const CompareOptions& options) {
     for (const RunEntry* run = current;
          run != index.runs.data() && baseline.size() < options.window;) {
       --run;
-      if (run->runner == current->runner && run->scenario == current->scenario &&
-          usable_baseline(*run)) {
+      if (run->runner_class() == current->runner_class() &&
+          run->scenario_name() == current->scenario_name() && usable_baseline(*run)) {
         baseline.push_back(run);
       }
     }
@@ -161,7 +161,7 @@ Comparison compare_runs(const RunIndex& index, const CompareOptions& options) {
     comparison.baseline_runs.push_back(run->run_id);
   }
 
-  bool use_points = current->has_ernicctl;
+  bool use_points = current->ernicctl.has_value();
   std::map<Key, Samples> now;
   collect(index, *current, use_points, now);
   std::map<Key, Samples> before;
@@ -180,8 +180,8 @@ Comparison compare_runs(const RunIndex& index, const CompareOptions& options) {
     row.direction = samples.direction;
     row.current = samples.values;
     row.baseline = it->second.values;
-    row.current_median = median_of(row.current);
-    row.baseline_median = median_of(row.baseline);
+    row.current_median = median(row.current);
+    row.baseline_median = median(row.baseline);
     row.change_percent =
         row.baseline_median == 0
             ? 0

@@ -4,31 +4,14 @@
 
 #include <algorithm>
 #include <map>
-#include <regex>
 #include <stdexcept>
 #include <unordered_map>
 
 #include "history/history_file.h"
-#include "run_index.h"
+#include "history/history_record.h"
 
 namespace ernic::reports {
 namespace {
-
-std::string runner_of(const nlohmann::json& record) {
-  auto it = record.find("runner");
-  if (it != record.end() && it->is_string() && !it->get<std::string>().empty()) {
-    return it->get<std::string>();
-  }
-  return kDefaultRunnerClass;
-}
-
-std::string text_of(const nlohmann::json& record, const char* key) {
-  auto it = record.find(key);
-  if (it == record.end()) {
-    return "";
-  }
-  return it->is_string() ? it->get<std::string>() : it->dump();
-}
 
 struct MergeItem {
   std::string text;
@@ -45,15 +28,13 @@ void add_lines(const HistoryContents& contents, std::vector<MergeItem>& items,
       ++result.corrupt_kept;
       continue;
     }
-    const auto& record = *line.record;
-    std::string generated = text_of(record, "generated");
-    if (!generated.empty()) {
-      previous_key = generated;
+    HistoryRecord record = read_history_record(*line.record);
+    if (!record.generated.empty()) {
+      previous_key = record.generated;
     }
-    bool has_ernicctl = record.contains("ernicctl");
-    std::string run_id = text_of(record, "run_id");
-    if (!run_id.empty()) {
-      auto [it, inserted] = by_run_id.emplace(run_id, items.size());
+    bool has_ernicctl = record.ernicctl.has_value();
+    if (!record.run_id.empty()) {
+      auto [it, inserted] = by_run_id.emplace(record.run_id, items.size());
       if (!inserted) {
         ++result.duplicates;
         auto& kept = items[it->second];
@@ -66,11 +47,6 @@ void add_lines(const HistoryContents& contents, std::vector<MergeItem>& items,
     }
     items.push_back({line.text, previous_key, has_ernicctl});
   }
-}
-
-bool is_number_key(const std::string& key) {
-  return !key.empty() &&
-         std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 }  // namespace
@@ -89,7 +65,7 @@ TrimResult trim_history(const std::filesystem::path& file, std::size_t max_runs)
         ++result.corrupt_kept;
         continue;
       }
-      keep[i] = ++seen[runner_of(*line.record)] <= max_runs;
+      keep[i] = ++seen[read_history_record(*line.record).runner_class()] <= max_runs;
     }
     std::vector<std::string> lines;
     for (std::size_t i = 0; i < contents.lines.size(); ++i) {
@@ -141,120 +117,7 @@ MergeResult merge_histories(const std::filesystem::path& out,
 
 std::vector<std::string> record_problems(const nlohmann::json& record) {
   std::vector<std::string> problems;
-  if (!record.is_object()) {
-    return {"not a JSON object"};
-  }
-  static const std::regex kGenerated(R"(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC)");
-  auto require_string = [&](const char* key) {
-    auto it = record.find(key);
-    if (it == record.end()) {
-      problems.push_back(fmt::format("missing \"{}\"", key));
-    } else if (!it->is_string() || it->get<std::string>().empty()) {
-      problems.push_back(fmt::format("\"{}\" must be a non-empty string", key));
-    }
-  };
-  require_string("generated");
-  require_string("sha");
-  require_string("run_id");
-  if (record.contains("generated") && record["generated"].is_string() &&
-      !std::regex_match(record["generated"].get<std::string>(), kGenerated)) {
-    problems.push_back("\"generated\" must read \"YYYY-MM-DD HH:MM:SS UTC\"");
-  }
-  for (const char* key : {"node", "runner"}) {
-    if (record.contains(key) && !record[key].is_string()) {
-      problems.push_back(fmt::format("\"{}\" must be a string", key));
-    }
-  }
-  if (record.contains("series")) {
-    const auto& series = record["series"];
-    if (!series.is_object()) {
-      problems.push_back("\"series\" must be an object");
-    } else {
-      for (const auto& [name, sizes] : series.items()) {
-        if (!sizes.is_object()) {
-          problems.push_back(fmt::format("series.{} must be an object of size: value", name));
-          continue;
-        }
-        for (const auto& [size, value] : sizes.items()) {
-          if (!is_number_key(size)) {
-            problems.push_back(
-                fmt::format("series.{}: size \"{}\" is not a number of bytes", name, size));
-          }
-          if (!value.is_number()) {
-            problems.push_back(fmt::format("series.{}.{} must be a number", name, size));
-          }
-        }
-      }
-    }
-  }
-  if (record.contains("badges")) {
-    const auto& badges = record["badges"];
-    if (!badges.is_object()) {
-      problems.push_back("\"badges\" must be an object");
-    } else {
-      for (const auto& [name, value] : badges.items()) {
-        if (!value.is_number() && !value.is_null()) {
-          problems.push_back(fmt::format("badges.{} must be a number or null", name));
-        }
-      }
-    }
-  }
-  if (record.contains("ernicctl")) {
-    const auto& part = record["ernicctl"];
-    if (!part.is_object()) {
-      problems.push_back("\"ernicctl\" must be an object");
-      return problems;
-    }
-    if (!part.contains("schema") || !part["schema"].is_number_integer()) {
-      problems.push_back("ernicctl.schema must be an integer");
-    }
-    std::string status = part.contains("status") && part["status"].is_string()
-                             ? part["status"].get<std::string>()
-                             : "";
-    if (status != "passed" && status != "failed" && status != "incomplete") {
-      problems.push_back("ernicctl.status must be passed, failed or incomplete");
-    }
-    if (part.contains("points")) {
-      const auto& points = part["points"];
-      if (!points.is_array()) {
-        problems.push_back("ernicctl.points must be an array");
-      } else {
-        for (std::size_t i = 0; i < points.size(); ++i) {
-          const auto& point = points[i];
-          if (!point.is_object()) {
-            problems.push_back(fmt::format("ernicctl.points[{}] must be an object", i));
-            continue;
-          }
-          if (!point.contains("id") || !point["id"].is_string()) {
-            problems.push_back(fmt::format("ernicctl.points[{}].id must be a string", i));
-          }
-          std::string point_status = point.contains("status") && point["status"].is_string()
-                                         ? point["status"].get<std::string>()
-                                         : "";
-          if (point_status != "passed" && point_status != "failed" && point_status != "skipped") {
-            problems.push_back(
-                fmt::format("ernicctl.points[{}].status must be passed, failed or skipped", i));
-          }
-          if (point_status == "failed" &&
-              (!point.contains("reason") || !point["reason"].is_string())) {
-            problems.push_back(fmt::format("ernicctl.points[{}] failed without a reason", i));
-          }
-          if (point.contains("metrics") && point["metrics"].is_object()) {
-            for (const auto& [name, info] : point["metrics"].items()) {
-              std::string better =
-                  info.is_object() && info.contains("better") && info["better"].is_string()
-                      ? info["better"].get<std::string>()
-                      : "";
-              if (better != "higher" && better != "lower") {
-                problems.push_back(fmt::format(
-                    "ernicctl.points[{}].metrics.{}.better must be higher or lower", i, name));
-              }
-            }
-          }
-        }
-      }
-    }
-  }
+  read_history_record(record, &problems);
   return problems;
 }
 
@@ -271,10 +134,11 @@ ValidationReport validate_history(const std::filesystem::path& file) {
       continue;
     }
     ++report.records;
-    for (const auto& problem : record_problems(*line.record)) {
+    std::vector<std::string> problems;
+    std::string run_id = read_history_record(*line.record, &problems).run_id;
+    for (const auto& problem : problems) {
       report.problems.push_back(fmt::format("{}:{}: {}", file.string(), line.number, problem));
     }
-    std::string run_id = text_of(*line.record, "run_id");
     if (!run_id.empty()) {
       auto [it, inserted] = first_line.emplace(run_id, line.number);
       if (!inserted) {

@@ -45,20 +45,22 @@ TEST_CASE("trim keeps the newest runs per runner class and corrupt lines verbati
     text += line("s" + std::to_string(day), day, day % 2 ? "" : "self-hosted") + "\n";
     if (day == 1) {
       text += "{\"broken\": \n";
+      text += "{\"run_id\": \"x\", \"badges\": {\"rdma_bw_GBs\": 1e999}}\n";
     }
   }
   testing::write_text(file, text);
   auto result = trim_history(file, 2);
   CHECK(result.kept == 4);
   CHECK(result.removed == 6);
-  CHECK(result.corrupt_kept == 1);
+  CHECK(result.corrupt_kept == 2);  // the out-of-range number is an unreadable line, kept
   auto lines = lines_of(file);
-  REQUIRE(lines.size() == 5);
+  REQUIRE(lines.size() == 6);
   CHECK(lines[0] == "{\"broken\": ");
-  CHECK(lines[1] == line("h4", 4, "github-hosted"));
-  CHECK(lines[2] == line("s4", 4, "self-hosted"));  // records without runner count as self-hosted
-  CHECK(lines[3] == line("h5", 5, "github-hosted"));
-  CHECK(lines[4] == line("s5", 5, ""));
+  CHECK(lines[1] == "{\"run_id\": \"x\", \"badges\": {\"rdma_bw_GBs\": 1e999}}");
+  CHECK(lines[2] == line("h4", 4, "github-hosted"));
+  CHECK(lines[3] == line("s4", 4, "self-hosted"));  // records without runner count as self-hosted
+  CHECK(lines[4] == line("h5", 5, "github-hosted"));
+  CHECK(lines[5] == line("s5", 5, ""));
 }
 
 TEST_CASE("trim leaves rocm-ernic's lines byte for byte") {
@@ -119,10 +121,16 @@ TEST_CASE("validate names every bad line") {
       file,
       line("1", 1, "") + "\n" + "{\"run_id\": 5}\n" + "[truncated\n" +
           R"({"generated": "yesterday", "run_id": "2", "sha": "x", "series": {"bandwidth": {"4k": "fast"}}, "badges": {"rdma_bw_GBs": "n/a"}})" +
-          "\n" + ernic::serialize_history_record(bad_point) + "\n" + line("1", 1, "") + "\n");
+          "\n" + ernic::serialize_history_record(bad_point) + "\n" + line("1", 1, "") + "\n" +
+          R"({"generated": "2026-09-01 03:00:00 UTC", "run_id": "7", "sha": "x", "badges": {"rdma_bw_GBs": 1e999}})" +
+          "\n");
   auto report = validate_history(file);
   CHECK_FALSE(report.ok());
   CHECK(report.records == 5);
+  // a number beyond double's range is an unreadable line like any other, not an abort
+  CHECK(std::any_of(report.problems.begin(), report.problems.end(), [&](const auto& problem) {
+    return problem.rfind(file.string() + ":7: not valid JSON", 0) == 0;
+  }));
   auto has = [&](const std::string& text) {
     return std::any_of(report.problems.begin(), report.problems.end(), [&](const auto& problem) {
       return problem.find(text) != std::string::npos;

@@ -67,7 +67,7 @@ void add_report(CLI::App& app, CommandContext& context) {
       print_warnings(summary.warnings);
       fmt::print(
           "wrote {} ({} runs, {} runner classes, {} charts) and badge-rdma.json, "
-          "badge-tcp.json, badge-nvmeof.json\n",
+          "badge-tcp.json, badge-nvmeof.json, badge-s3.json\n",
           summary.page.string(), summary.runs, summary.runner_classes, summary.charts);
     } catch (const std::exception& e) {
       fmt::print(stderr, "ernicctl report: {}\n", e.what());

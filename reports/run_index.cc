@@ -4,7 +4,6 @@
 #include <simdjson.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstring>
 #include <exception>
 #include <fstream>
@@ -44,31 +43,21 @@ std::optional<double> number_of(dom::element value) {
   return number;
 }
 
-void read_sized_values(dom::element value, std::vector<std::pair<std::uint64_t, double>>& out) {
-  dom::object sizes;
-  if (value.get_object().get(sizes) != simdjson::SUCCESS) {
-    return;
-  }
-  for (auto [key, element] : sizes) {
-    std::uint64_t size = 0;
-    auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), size);
-    auto number = number_of(element);
-    if (ec == std::errc() && end == key.data() + key.size() && number) {
-      out.emplace_back(size, *number);
-    }
-  }
-  std::sort(out.begin(), out.end());
-}
-
 void read_series(dom::element value, RunEntry& run) {
   dom::object series;
   if (value.get_object().get(series) != simdjson::SUCCESS) {
     return;
   }
-  for (Series s : {Series::kBandwidth, Series::kLatency, Series::kNvmeof}) {
-    dom::element sizes;
-    if (series[series_key(s)].get(sizes) == simdjson::SUCCESS) {
-      read_sized_values(sizes, run.series[static_cast<std::size_t>(s)]);
+  for (auto [name, element] : series) {
+    dom::object sizes;
+    if (element.get_object().get(sizes) != simdjson::SUCCESS) {
+      continue;
+    }
+    auto& values = run.series[std::string(name)];
+    for (auto [size, number] : sizes) {
+      if (auto parsed = number_of(number)) {
+        values[std::string(size)] = *parsed;
+      }
     }
   }
 }
@@ -78,32 +67,26 @@ void read_badges(dom::element value, RunEntry& run) {
   if (value.get_object().get(badges) != simdjson::SUCCESS) {
     return;
   }
-  for (Badge b : kAllBadges) {
-    dom::element badge;
-    if (badges[badge_key(b)].get(badge) == simdjson::SUCCESS) {
-      run.badges[static_cast<std::size_t>(b)] = number_of(badge);
-    }
-  }
-  if (auto tcp = run.badge(Badge::kTcp)) {
-    run.series[static_cast<std::size_t>(Series::kTcp)].emplace_back(0, *tcp);
+  for (auto [name, element] : badges) {
+    run.badges[std::string(name)] = number_of(element);
   }
 }
 
 void read_ernicctl(dom::element value, RunEntry& run) {
-  dom::object part;
-  if (value.get_object().get(part) != simdjson::SUCCESS) {
+  dom::object object;
+  if (value.get_object().get(object) != simdjson::SUCCESS) {
     return;
   }
-  run.has_ernicctl = true;
+  ErnicctlPart& part = run.ernicctl.emplace();
   dom::element field;
-  if (part["status"].get(field) == simdjson::SUCCESS) {
-    run.status = text_of(field);
+  if (object["status"].get(field) == simdjson::SUCCESS) {
+    part.status = text_of(field);
   }
-  if (part["accelerator"].get(field) == simdjson::SUCCESS) {
-    run.accelerator = text_of(field);
+  if (object["accelerator"].get(field) == simdjson::SUCCESS) {
+    part.accelerator = text_of(field);
   }
-  if (part.at_pointer("/scenario/name").get(field) == simdjson::SUCCESS) {
-    run.scenario = text_of(field);
+  if (object.at_pointer("/scenario/name").get(field) == simdjson::SUCCESS) {
+    part.scenario.name = text_of(field);
   }
 }
 
@@ -129,9 +112,6 @@ std::optional<std::string> scan_line(dom::parser& parser, std::string_view line,
       run.node = text_of(value);
     } else if (key == "runner") {
       run.runner = text_of(value);
-      if (run.runner.empty()) {
-        run.runner = kDefaultRunnerClass;
-      }
     } else if (key == "series") {
       read_series(value, run);
     } else if (key == "badges") {
@@ -201,41 +181,10 @@ void for_each_line(std::istream& in, std::uint64_t begin, std::uint64_t limit,
 
 }  // namespace
 
-const char* series_key(Series s) {
-  switch (s) {
-    case Series::kBandwidth:
-      return "bandwidth";
-    case Series::kLatency:
-      return "latency";
-    case Series::kNvmeof:
-      return "nvmeof";
-    case Series::kTcp:
-      return "tcp";
-  }
-  return "";
-}
-
-const char* badge_key(Badge b) {
-  switch (b) {
-    case Badge::kRdma:
-      return "rdma_bw_GBs";
-    case Badge::kTcp:
-      return "tcp_bw_GBs";
-    case Badge::kNvmeof:
-      return "nvmeof_iops_M";
-  }
-  return "";
-}
-
-std::string RunEntry::date() const {
-  auto space = generated.find(' ');
-  return space == std::string::npos ? generated : generated.substr(0, space);
-}
-
 std::vector<std::string> RunIndex::runner_classes() const {
   std::set<std::string> names;
   for (const auto& run : runs) {
-    names.insert(run.runner);
+    names.insert(run.runner_class());
   }
   return {names.begin(), names.end()};
 }
@@ -243,7 +192,7 @@ std::vector<std::string> RunIndex::runner_classes() const {
 std::vector<std::size_t> RunIndex::runs_of(const std::string& runner) const {
   std::vector<std::size_t> out;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    if (runs[i].runner == runner) {
+    if (runs[i].runner_class() == runner) {
       out.push_back(i);
     }
   }
@@ -365,7 +314,7 @@ RunIndex index_histories(const std::vector<std::filesystem::path>& histories,
           auto [it, inserted] = by_run_id.emplace(run.run_id, index.runs.size());
           if (!inserted) {
             auto& kept = index.runs[it->second];
-            if (run.has_ernicctl && !kept.has_ernicctl) {
+            if (run.ernicctl && !kept.ernicctl) {
               kept = std::move(run);  // the richer record of the same run, in the first one's place
             }
             continue;
@@ -392,7 +341,7 @@ RunIndex index_histories(const std::vector<std::filesystem::path>& histories,
   return index;
 }
 
-nlohmann::json load_record(const RunIndex& index, const RunEntry& run) {
+HistoryRecord load_record(const RunIndex& index, const RunEntry& run) {
   const auto& path = index.sources.at(run.source);
   std::ifstream in(path, std::ios::binary);
   std::string text(run.length, '\0');
@@ -402,16 +351,12 @@ nlohmann::json load_record(const RunIndex& index, const RunEntry& run) {
     throw std::runtime_error(
         fmt::format("{}:{}: the file changed while reading it", path.string(), run.line));
   }
-  try {
-    auto record = nlohmann::json::parse(text);
-    if (record.is_object()) {
-      return record;
-    }
-  } catch (const nlohmann::json::parse_error& e) {
-    throw std::runtime_error(
-        fmt::format("{}:{}: not valid JSON ({})", path.string(), run.line, e.what()));
+  std::string error;
+  auto json = parse_history_line(text, error);
+  if (!json) {
+    throw std::runtime_error(fmt::format("{}:{}: {}", path.string(), run.line, error));
   }
-  throw std::runtime_error(fmt::format("{}:{}: not a JSON object", path.string(), run.line));
+  return read_history_record(*json);
 }
 
 }  // namespace ernic::reports

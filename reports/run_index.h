@@ -3,53 +3,24 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "history/history_record.h"
+
 namespace ernic::reports {
 
-// The trend series a history record carries (rocm-ernic's `series` keys, plus TCP from
-// `badges.tcp_bw_GBs`, which has no sizes).
-enum class Series { kBandwidth, kLatency, kNvmeof, kTcp };
-inline constexpr std::array<Series, 4> kAllSeries = {Series::kBandwidth, Series::kLatency,
-                                                     Series::kTcp, Series::kNvmeof};
-
-// The badges a record carries, in the order of rocm-ernic's files.
-enum class Badge { kRdma, kTcp, kNvmeof };
-inline constexpr std::array<Badge, 3> kAllBadges = {Badge::kRdma, Badge::kTcp, Badge::kNvmeof};
-
-inline constexpr const char* kDefaultRunnerClass = "self-hosted";
-
-// What the trend page, badges and comparisons need of one history line, without its points.
-// Histories of 100k runs stay small in memory: the full record is read again only for the few
-// runs a page details (load_record).
-struct RunEntry {
+// What the trend page, badges and comparisons need of one history line: the record without its
+// points (the ernicctl part keeps its status, scenario and accelerator only). Histories of 100k
+// runs stay small in memory: the full record is read again only for the few runs a page
+// details (load_record).
+struct RunEntry : HistoryRecord {
   std::size_t source = 0;  // index into RunIndex::sources
   std::uint64_t offset = 0;
   std::uint64_t length = 0;
   int line = 0;
-  std::string run_id;
-  std::string sha;
-  std::string generated;
-  std::string node;
-  std::string runner = kDefaultRunnerClass;
-  bool has_ernicctl = false;
-  std::string scenario;  // ernicctl.scenario.name
-  std::string status;    // ernicctl.status
-  std::string accelerator;
-  // Per series: (size in bytes, value), sizes ascending. TCP has one entry with size 0.
-  std::array<std::vector<std::pair<std::uint64_t, double>>, 4> series;
-  std::array<std::optional<double>, 3> badges;
-
-  const std::vector<std::pair<std::uint64_t, double>>& values(Series s) const {
-    return series[static_cast<std::size_t>(s)];
-  }
-  std::optional<double> badge(Badge b) const { return badges[static_cast<std::size_t>(b)]; }
-  // "YYYY-MM-DD" of `generated`, or "" when it has none.
-  std::string date() const;
 };
 
 struct RunIndex {
@@ -76,10 +47,6 @@ RunIndex index_histories(const std::vector<std::filesystem::path>& histories,
 
 // Reads the full record of one indexed run again. Throws std::runtime_error when the file
 // changed underneath so that the line no longer parses.
-nlohmann::json load_record(const RunIndex& index, const RunEntry& run);
-
-// Label and key of each series and badge, shared by the page, the badges and the docs.
-const char* series_key(Series s);  // "bandwidth", "latency", "nvmeof", "tcp"
-const char* badge_key(Badge b);    // "rdma_bw_GBs", "tcp_bw_GBs", "nvmeof_iops_M"
+HistoryRecord load_record(const RunIndex& index, const RunEntry& run);
 
 }  // namespace ernic::reports

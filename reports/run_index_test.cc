@@ -7,6 +7,8 @@
 #include "test_support/fixtures.h"
 
 using namespace ernic::reports;
+using ernic::Badge;
+using ernic::Series;
 using ernic::reports::testing::TempDir;
 
 namespace {
@@ -21,8 +23,9 @@ TEST_CASE("indexes rocm-ernic's history: no runner means self-hosted") {
   const auto& newest = index.runs.back();
   CHECK(newest.run_id == "34304588755");
   CHECK(newest.sha == "5e0516af");
-  CHECK(newest.runner == "self-hosted");
-  CHECK_FALSE(newest.has_ernicctl);
+  CHECK(newest.runner_class() == "self-hosted");
+  CHECK_FALSE(newest.runner);
+  CHECK_FALSE(newest.ernicctl);
   CHECK(newest.date() == "2026-09-09");
   REQUIRE(newest.values(Series::kBandwidth).size() == 3);
   CHECK(newest.values(Series::kBandwidth)[0] == std::make_pair<std::uint64_t, double>(4096, 0.39));
@@ -48,11 +51,11 @@ TEST_CASE("corrupt lines become warnings with file and line; the rest is indexed
   auto index = index_histories({file});
   REQUIRE(index.runs.size() == 2);
   CHECK(index.runs[0].run_id == "1001");
-  CHECK(index.runs[0].has_ernicctl);
-  CHECK(index.runs[0].scenario == "quickstart");
-  CHECK(index.runs[0].status == "passed");
-  CHECK(index.runs[0].accelerator == "kvm");
-  CHECK(index.runs[0].runner == "local");
+  CHECK(index.runs[0].ernicctl);
+  CHECK(index.runs[0].scenario_name() == "quickstart");
+  CHECK(index.runs[0].run_status() == "passed");
+  CHECK(index.runs[0].accelerator() == "kvm");
+  CHECK(index.runs[0].runner_class() == "local");
   CHECK(index.runs[1].run_id == "1003");
   REQUIRE(index.warnings.size() == 3);
   CHECK_THAT(index.warnings[0], Catch::Matchers::StartsWith(file.string() + ":2: not valid JSON"));
@@ -60,7 +63,7 @@ TEST_CASE("corrupt lines become warnings with file and line; the rest is indexed
              Catch::Matchers::StartsWith(file.string() + ":3: not a JSON object"));
   CHECK_THAT(index.warnings[2], Catch::Matchers::StartsWith(file.string() + ":5: "));
   auto record = load_record(index, index.runs[0]);
-  CHECK(record["ernicctl"]["scenario"]["name"] == "quickstart");
+  CHECK(record.scenario_name() == "quickstart");
 }
 
 TEST_CASE("runs are ordered by time across files and a run id is kept once, richest first") {
@@ -80,7 +83,7 @@ TEST_CASE("runs are ordered by time across files and a run id is kept once, rich
   auto index = index_histories({a, b});
   REQUIRE(index.runs.size() == 3);
   CHECK(index.runs[0].run_id == "7");
-  CHECK(index.runs[0].has_ernicctl);  // the ernicctl record replaced rocm-ernic's line
+  CHECK(index.runs[0].ernicctl);  // the ernicctl record replaced rocm-ernic's line
   CHECK(index.runs[1].run_id == "8");
   CHECK(index.runs[2].run_id == "9");
 }
@@ -123,7 +126,7 @@ TEST_CASE("scanning in parallel ranges gives the same runs and line numbers as o
     CHECK(single.runs[i].values(Series::kBandwidth) == parallel.runs[i].values(Series::kBandwidth));
   }
   CHECK(single.runs.back().run_id == "last");
-  CHECK(load_record(parallel, parallel.runs[100])["run_id"] == parallel.runs[100].run_id);
+  CHECK(load_record(parallel, parallel.runs[100]).run_id == parallel.runs[100].run_id);
 }
 
 TEST_CASE("a line longer than the read buffer is still one record") {
@@ -138,6 +141,6 @@ TEST_CASE("a line longer than the read buffer is still one record") {
   REQUIRE(index.runs.size() == 2);
   CHECK(index.warnings.empty());
   CHECK(index.runs[0].run_id == "big");
-  CHECK(index.runs[0].status == "passed");
+  CHECK(index.runs[0].run_status() == "passed");
   CHECK(index.runs[1].line == 2);
 }

@@ -8,15 +8,9 @@
 namespace ernic::reports {
 namespace {
 
-const nlohmann::json& ernicctl_part(const nlohmann::json& record) {
-  static const nlohmann::json empty = nlohmann::json::object();
-  if (record.is_object()) {
-    auto it = record.find("ernicctl");
-    if (it != record.end() && it->is_object()) {
-      return *it;
-    }
-  }
-  return empty;
+const ErnicctlPart& ernicctl_part(const HistoryRecord& record) {
+  static const ErnicctlPart empty{.status = ""};
+  return record.ernicctl ? *record.ernicctl : empty;
 }
 
 // Markdown table cells may not hold '|' or line breaks.
@@ -53,49 +47,60 @@ std::string status_mark(const std::string& status) {
   return "\u274c " + (status.empty() ? std::string("unknown") : status);
 }
 
-std::string run_reason(const nlohmann::json& part) {
-  for (const char* key : {"reason", "error"}) {
-    std::string text = json_text(part, key);
-    if (!text.empty()) {
-      return text;
-    }
-  }
-  return "";
+std::string run_reason(const ErnicctlPart& part) {
+  return part.error.value_or("");
 }
 
-double point_seconds(const nlohmann::json& point) {
+double point_seconds(const PointRecord& point) {
   double total = 0;
-  if (point.contains("samples") && point["samples"].is_array()) {
-    for (const auto& sample : point["samples"]) {
-      if (sample.is_object() && sample.contains("duration_s") && sample["duration_s"].is_number()) {
-        total += sample["duration_s"].get<double>();
-      }
-    }
+  for (const auto& sample : point.samples) {
+    total += sample.duration_s.value_or(0);
   }
   return total;
 }
 
+std::string medians_text(const PointRecord& point, const char* separator, const char* form) {
+  std::string out;
+  for (const auto& metric : point.measured_metrics()) {
+    if (auto value = point.median(metric)) {
+      std::string unit = metric_unit(point, metric);
+      out += fmt::format(fmt::runtime(form), out.empty() ? "" : separator, metric,
+                         format_figure(*value), unit.empty() ? "" : " ", unit);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
-std::string render_markdown_summary(const nlohmann::json& record) {
+PointCounts count_points(const HistoryRecord& record) {
+  PointCounts counts;
+  for (const auto& point : record.points()) {
+    ++counts.points;
+    counts.passed += point.status == "passed";
+    counts.skipped += point.status == "skipped";
+    counts.failed += point.status != "passed" && point.status != "skipped";
+  }
+  counts.run_case = record.run_status() != "passed" && counts.failed == 0;
+  return counts;
+}
+
+std::string render_markdown_summary(const HistoryRecord& record) {
   const auto& part = ernicctl_part(record);
-  std::string status = json_text(part, "status");
-  std::string scenario = json_text(part.value("scenario", nlohmann::json::object()), "name");
+  const std::string& status = part.status;
+  const std::string& scenario = part.scenario.name;
   std::string out;
   auto it = std::back_inserter(out);
   fmt::format_to(it, "## ernicctl run {}: {}\n\n", code(scenario.empty() ? "?" : scenario),
                  status_mark(status));
-  fmt::format_to(
-      it, "Run {} \u00b7 commit {} \u00b7 runner {} \u00b7 accelerator {}",
-      code(json_text(record, "run_id")), code(json_text(record, "sha")),
-      code(json_text(record, "runner").empty() ? "self-hosted" : json_text(record, "runner")),
-      code(json_text(part, "accelerator").empty() ? "unknown" : json_text(part, "accelerator")));
-  std::string duration = json_text(part, "duration_s");
-  if (!duration.empty()) {
-    fmt::format_to(it, " \u00b7 {} s", duration);
+  fmt::format_to(it, "Run {} \u00b7 commit {} \u00b7 runner {} \u00b7 accelerator {}",
+                 code(record.run_id), code(record.sha), code(record.runner_class()),
+                 code(part.accelerator.empty() ? "unknown" : part.accelerator));
+  if (part.duration_s) {
+    fmt::format_to(it, " \u00b7 {} s", nlohmann::json(*part.duration_s).dump());
   }
   out += "\n\n";
-  if (part.value("functional_only", false)) {
+  if (part.functional_only) {
     out +=
         "> [!WARNING]\n> A guest ran under TCG: these figures show the pipeline works, not "
         "how fast it is.\n\n";
@@ -105,40 +110,27 @@ std::string render_markdown_summary(const nlohmann::json& record) {
     fmt::format_to(it, "**Reason:** {}\n\n", cell(reason));
   }
   auto points = points_of(record);
-  std::size_t passed = 0, failed = 0, skipped = 0;
-  for (const auto& point : points) {
-    passed += point.status == "passed";
-    skipped += point.status == "skipped";
-    failed += point.status != "passed" && point.status != "skipped";
-  }
-  fmt::format_to(it, "{} points: {} passed, {} failed, {} skipped.\n\n", points.size(), passed,
-                 failed, skipped);
+  PointCounts counts = count_points(record);
+  fmt::format_to(it, "{} points: {} passed, {} failed, {} skipped.\n\n", counts.points,
+                 counts.passed, counts.failed, counts.skipped);
   if (!points.empty()) {
     out += "| Point | Status | Medians |\n|---|---|---|\n";
     for (const auto& point : points) {
-      std::string medians;
-      for (const auto& metric : metric_names(*point.json)) {
-        if (auto value = metric_median(*point.json, metric)) {
-          std::string unit = metric_unit(*point.json, metric);
-          medians += fmt::format("{}{} {}{}{}", medians.empty() ? "" : ", ", metric,
-                                 format_figure(*value), unit.empty() ? "" : " ", unit);
-        }
-      }
-      auto samples = point.json->value("samples", nlohmann::json::array());
-      fmt::format_to(
-          it, "| {} | {} | {}{} |\n", code(point.id), status_mark(point.status),
-          cell(medians.empty() ? "\u2013" : medians),
-          samples.is_array() && samples.size() > 1 ? fmt::format(" (n={})", samples.size()) : "");
+      std::string medians = medians_text(*point.record, ", ", "{}{} {}{}{}");
+      std::size_t samples = point.record->samples.size();
+      fmt::format_to(it, "| {} | {} | {}{} |\n", code(point.id()), status_mark(point.status()),
+                     cell(medians.empty() ? "\u2013" : medians),
+                     samples > 1 ? fmt::format(" (n={})", samples) : "");
     }
     out += "\n";
   }
-  if (failed > 0) {
+  if (counts.failed > 0) {
     out += "### Failures\n\n";
     for (const auto& point : points) {
-      if (point.status != "passed" && point.status != "skipped") {
-        std::string log = log_paths(*point.json);
-        fmt::format_to(it, "- {}: {}{}\n", code(point.id),
-                       cell(point.reason.empty() ? "no reason recorded" : point.reason),
+      if (point.status() != "passed" && point.status() != "skipped") {
+        std::string log = point.record->log_paths();
+        fmt::format_to(it, "- {}: {}{}\n", code(point.id()),
+                       cell(point.reason().empty() ? "no reason recorded" : point.reason()),
                        log.empty() ? "" : fmt::format(" (log: {})", code(log)));
       }
     }
@@ -147,26 +139,25 @@ std::string render_markdown_summary(const nlohmann::json& record) {
   return out;
 }
 
-std::string render_junit(const nlohmann::json& record) {
+std::string render_junit(const HistoryRecord& record) {
   const auto& part = ernicctl_part(record);
-  std::string status = json_text(part, "status");
-  std::string scenario = json_text(part.value("scenario", nlohmann::json::object()), "name");
+  const std::string& status = part.status;
+  std::string scenario = part.scenario.name;
   if (scenario.empty()) {
     scenario = "ernicctl";
   }
   auto points = points_of(record);
-  std::size_t failures = 0, skipped = 0;
+  PointCounts counts = count_points(record);
   double total_seconds = 0;
   for (const auto& point : points) {
-    failures += point.status != "passed" && point.status != "skipped";
-    skipped += point.status == "skipped";
-    total_seconds += point_seconds(*point.json);
+    total_seconds += point_seconds(*point.record);
   }
-  bool run_case = status != "passed" && failures == 0;
-  std::size_t tests = points.size() + (run_case ? 1 : 0);
-  failures += run_case ? 1 : 0;
-  if (part.contains("duration_s") && part["duration_s"].is_number()) {
-    total_seconds = part["duration_s"].get<double>();
+  std::size_t tests = counts.tests();
+  std::size_t failures = counts.failed_tests();
+  std::size_t skipped = counts.skipped;
+  bool run_case = counts.run_case;
+  if (part.duration_s) {
+    total_seconds = *part.duration_s;
   }
   std::string out;
   auto it = std::back_inserter(out);
@@ -179,51 +170,39 @@ std::string render_junit(const nlohmann::json& record) {
       it,
       "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" "
       "time=\"{:.3f}\" timestamp=\"{}\" hostname=\"{}\">\n",
-      escape_markup(scenario), tests, failures, skipped, total_seconds,
-      escape_markup(json_text(part, "started")), escape_markup(json_text(record, "node")));
+      escape_markup(scenario), tests, failures, skipped, total_seconds, escape_markup(part.started),
+      escape_markup(record.node));
   out += "    <properties>\n";
-  for (const auto& [name, value] :
-       {std::pair<const char*, std::string>{"run_id", json_text(record, "run_id")},
-        {"sha", json_text(record, "sha")},
-        {"runner", json_text(record, "runner")},
-        {"status", status},
-        {"accelerator", json_text(part, "accelerator")},
-        {"ernicctl_version", json_text(part, "version")},
-        {"run_dir", json_text(part, "run_dir")}}) {
+  for (const auto& [name, value] : {std::pair<const char*, std::string>{"run_id", record.run_id},
+                                    {"sha", record.sha},
+                                    {"runner", record.runner.value_or("")},
+                                    {"status", status},
+                                    {"accelerator", part.accelerator},
+                                    {"ernicctl_version", part.version},
+                                    {"run_dir", part.run_dir}}) {
     fmt::format_to(it, "      <property name=\"{}\" value=\"{}\"/>\n", name, escape_markup(value));
   }
   out += "    </properties>\n";
   for (const auto& point : points) {
-    const auto& json = *point.json;
-    std::string classname = scenario + "." + json_text(json, "benchmark");
+    const PointRecord& p = *point.record;
+    std::string classname = scenario + "." + p.benchmark;
     fmt::format_to(it, "    <testcase name=\"{}\" classname=\"{}\" time=\"{:.3f}\">\n",
-                   escape_markup(point.id), escape_markup(classname), point_seconds(json));
-    std::string log = log_paths(json);
-    if (point.status == "skipped") {
-      fmt::format_to(it, "      <skipped message=\"{}\"/>\n", escape_markup(point.reason));
-    } else if (point.status != "passed") {
-      std::string reason = point.reason.empty() ? "no reason recorded" : point.reason;
+                   escape_markup(p.id), escape_markup(classname), point_seconds(p));
+    std::string log = p.log_paths();
+    if (p.status == "skipped") {
+      fmt::format_to(it, "      <skipped message=\"{}\"/>\n", escape_markup(point.reason()));
+    } else if (p.status != "passed") {
+      std::string reason = point.reason().empty() ? "no reason recorded" : point.reason();
       fmt::format_to(it, "      <failure message=\"{}\" type=\"{}\">{}{}</failure>\n",
-                     escape_markup(reason),
-                     escape_markup(point.status.empty() ? "failed" : point.status),
+                     escape_markup(reason), escape_markup(p.status.empty() ? "failed" : p.status),
                      escape_markup(reason), log.empty() ? "" : escape_markup("\nlog: " + log));
     }
-    std::string medians;
-    for (const auto& metric : metric_names(json)) {
-      if (auto value = metric_median(json, metric)) {
-        medians += fmt::format("{} median {} {}\n", metric, format_figure(*value),
-                               metric_unit(json, metric));
-      }
+    std::string output = medians_text(p, "", "{}{} median {}{}{}\n");
+    for (const auto& [role, command] : p.commands) {
+      output += fmt::format("{}: {}\n", role, command);
     }
-    const auto& commands = json.value("commands", nlohmann::json::object());
-    if (commands.is_object()) {
-      for (const auto& [role, command] : commands.items()) {
-        medians += fmt::format("{}: {}\n", role,
-                               command.is_string() ? command.get<std::string>() : command.dump());
-      }
-    }
-    if (!medians.empty()) {
-      fmt::format_to(it, "      <system-out>{}</system-out>\n", escape_markup(medians));
+    if (!output.empty()) {
+      fmt::format_to(it, "      <system-out>{}</system-out>\n", escape_markup(output));
     }
     out += "    </testcase>\n";
   }

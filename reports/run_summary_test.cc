@@ -76,7 +76,7 @@ TEST_CASE("JUnit: one test case per point, failure with its reason, skipped") {
 TEST_CASE("JUnit: a run that did not pass without a failed point still fails") {
   auto record = testing::make_record("79", "2026-11-30 05:41:00 UTC", "local",
                                      nlohmann::json::array(), "incomplete");
-  record["ernicctl"]["reason"] = "interrupted (SIGINT)\x01";
+  record["ernicctl"]["error"] = "interrupted (SIGINT)\x01";
   auto xml = render_junit(record);
   REQUIRE_FALSE(testing::xml_error(xml));
   CHECK(testing::xpath_values(xml, "//testcase[@name='run']/failure/@message") ==

@@ -12,15 +12,15 @@
 
 #include "badges.h"
 #include "common/version.h"
+#include "history/statistics.h"
 #include "markup.h"
 #include "output_files.h"
 #include "record_points.h"
+#include "site_parts.h"
 #include "svg_chart.h"
 
 namespace ernic::reports {
 namespace {
-
-using Out = std::back_insert_iterator<std::string>;
 
 struct SeriesSpec {
   Series series;
@@ -99,17 +99,10 @@ std::string run_label(const RunEntry& run) {
   return run.sha.empty() ? (run.run_id.empty() ? "?" : run.run_id) : run.sha;
 }
 
-// Per-run state the page needs for the runs it shows.
-struct ShownRun {
-  std::size_t index = 0;  // into RunIndex::runs
-  std::string anchor;
-  std::optional<nlohmann::json> record;  // loaded for runs with an ernicctl part
-};
-
-class PageWriter {
+class PageWriter : PagePart {
  public:
   PageWriter(const RunIndex& index, const SiteOptions& options, std::vector<std::string>& warnings)
-      : index_(index), options_(options), warnings_(warnings), out_(std::back_inserter(html_)) {}
+      : PagePart(index, options, page_), warnings_(warnings) {}
 
   std::string render() {
     auto classes = index_.runner_classes();
@@ -154,16 +147,12 @@ class PageWriter {
       render_class(name);
     }
     out("</main>\n</body>\n</html>\n");
-    return std::move(html_);
+    return std::move(page_);
   }
 
   std::size_t charts() const { return charts_; }
 
  private:
-  void out(std::string_view text) { html_.append(text); }
-
-  static std::string class_anchor(const std::string& name) { return "class-" + anchor_id(name); }
-
   std::string make_run_anchor(const RunEntry& run) {
     std::string base =
         "run-" + anchor_id(run.run_id.empty() ? fmt::format("line{}", run.line) : run.run_id);
@@ -185,7 +174,7 @@ class PageWriter {
       run.index = all[i];
       const auto& entry = index_.runs[run.index];
       run.anchor = make_run_anchor(entry);
-      if (entry.has_ernicctl) {
+      if (entry.ernicctl) {
         try {
           run.record = load_record(index_, entry);
         } catch (const std::exception& e) {
@@ -212,11 +201,10 @@ class PageWriter {
     for (const auto& spec : kSeriesSpecs) {
       render_series(name, spec, charted);
     }
-    render_last_runs(name, shown);
-    render_newest(name, shown);
+    render_run_tables(index_, options_, page_, name, shown);
     fmt::format_to(out_, "<h3 id=\"{}-details\">Run details</h3>\n", class_anchor(name));
     for (auto it = shown.rbegin(); it != shown.rend(); ++it) {
-      render_details(*it);
+      render_run_details(index_, options_, page_, *it);
     }
     out("</section>\n");
   }
@@ -281,440 +269,8 @@ class PageWriter {
     out("</div>\n");
   }
 
-  static std::string value_at(const RunEntry& run, Series series, std::uint64_t size) {
-    for (const auto& [s, value] : run.values(series)) {
-      if (s == size) {
-        return format_figure(value);
-      }
-    }
-    return "\u2013";
-  }
-
-  void render_last_runs(const std::string& runner, const std::vector<ShownRun>& shown) {
-    std::size_t count = std::min(options_.table_runs, shown.size());
-    constexpr std::uint64_t kTracked[] = {4096, 65536, 1048576};
-    fmt::format_to(out_,
-                   "<h3 id=\"{}-last\">Last {} runs (newest first)</h3>\n<table>\n<tr><th "
-                   "class=\"text\">run</th><th class=\"text\">commit</th><th "
-                   "class=\"text\">generated</th><th class=\"text\">node</th><th "
-                   "class=\"text\">scenario</th><th class=\"text\">status</th>",
-                   class_anchor(runner), count);
-    for (auto size : kTracked) {
-      fmt::format_to(out_, "<th>send bw {}<br/>GB/s</th>", size_label(size));
-    }
-    for (auto size : kTracked) {
-      fmt::format_to(out_, "<th>send lat {}<br/>\u00b5s</th>", size_label(size));
-    }
-    out("<th>TCP<br/>GB/s</th><th>NVMe-oF 4 KiB<br/>GB/s</th></tr>\n");
-    for (std::size_t i = 0; i < count; ++i) {
-      const auto& shown_run = shown[shown.size() - 1 - i];
-      const auto& run = index_.runs[shown_run.index];
-      std::string status = run.has_ernicctl ? run.status : "(rocm-ernic record)";
-      fmt::format_to(out_,
-                     "<tr><td class=\"text\"><a href=\"#{}\">{}</a></td><td "
-                     "class=\"text\"><code>{}</code></td><td class=\"text\">{}</td><td "
-                     "class=\"text\">{}</td><td class=\"text\">{}</td><td class=\"text{}\">{}</td>",
-                     shown_run.anchor, escape_markup(run.run_id.empty() ? "?" : run.run_id),
-                     escape_markup(run.sha), escape_markup(run.generated), escape_markup(run.node),
-                     escape_markup(run.scenario), run.status == "failed" ? " failed" : "",
-                     escape_markup(status));
-      for (auto size : kTracked) {
-        fmt::format_to(out_, "<td>{}</td>", value_at(run, Series::kBandwidth, size));
-      }
-      for (auto size : kTracked) {
-        fmt::format_to(out_, "<td>{}</td>", value_at(run, Series::kLatency, size));
-      }
-      fmt::format_to(out_, "<td>{}</td><td>{}</td></tr>\n", value_at(run, Series::kTcp, 0),
-                     value_at(run, Series::kNvmeof, 4096));
-    }
-    out("</table>\n");
-  }
-
-  // A table cell showing one point's median, linked to the point in the run's details.
-  std::string point_cell(const ShownRun& run, const PointView* point, const std::string& metric,
-                         bool use_p99_of_typical = false) {
-    if (point == nullptr) {
-      return "<td>\u2013</td>";
-    }
-    std::string href = fmt::format("#{}-p{}", run.anchor, point->index);
-    if (point->status != "passed") {
-      return fmt::format("<td class=\"failed\"><a href=\"{}\" title=\"{}\">{}</a></td>", href,
-                         escape_markup(point->reason), escape_markup(point->status));
-    }
-    std::optional<double> value = metric_median(*point->json, metric);
-    if (!value && use_p99_of_typical) {
-      // perftest printed no 99th percentile column: the p99 over repetitions instead
-      static const nlohmann::json::json_pointer kP99("/summary/lat_typical_us/p99");
-      if (point->json->contains(kP99) && point->json->at(kP99).is_number()) {
-        value = point->json->at(kP99).get<double>();
-      }
-    }
-    return fmt::format("<td><a href=\"{}\">{}</a></td>", href, format_optional(value));
-  }
-
-  void render_newest(const std::string& runner, const std::vector<ShownRun>& shown) {
-    const ShownRun* newest = nullptr;
-    for (auto it = shown.rbegin(); it != shown.rend(); ++it) {
-      if (it->record && !points_of(*it->record).empty()) {
-        newest = &*it;
-        break;
-      }
-    }
-    fmt::format_to(out_, "<h3 id=\"{}-reference\">Reference tables of the newest run</h3>\n",
-                   class_anchor(runner));
-    if (newest == nullptr) {
-      out("<p class=\"note\">No run of this class recorded its points (rocm-ernic records keep "
-          "only the tracked medians).</p>\n");
-      return;
-    }
-    const auto& run = index_.runs[newest->index];
-    const auto& record = *newest->record;
-    const auto& part = record["ernicctl"];
-    fmt::format_to(out_,
-                   "<p>Run <a href=\"#{}\">{}</a>, commit <code>{}</code>, {}, scenario "
-                   "<code>{}</code>, accelerator <code>{}</code>.{}</p>\n",
-                   newest->anchor, escape_markup(run.run_id), escape_markup(run.sha),
-                   escape_markup(run.generated), escape_markup(run.scenario),
-                   escape_markup(run.accelerator.empty() ? "unknown" : run.accelerator),
-                   part.value("functional_only", false)
-                       ? " <strong>Functional only (TCG): these figures show the pipeline works, "
-                         "not how fast it is.</strong>"
-                       : "");
-    if (&*shown.rbegin() != newest) {
-      out("<p class=\"note\">Newer runs of this class have no points; these tables are from the "
-          "newest run that has.</p>\n");
-    }
-    auto points = points_of(record);
-    render_verb_table(*newest, points, PointKind::kBandwidth,
-                      "Bandwidth (median over repetitions, GB/s)",
-                      {{"bw_avg_GBs", "avg"}, {"bw_peak_GBs", "peak"}});
-    render_verb_table(*newest, points, PointKind::kLatency,
-                      "Latency (median over repetitions, \u00b5s)",
-                      {{"lat_typical_us", "typical"}, {"lat_p99_us", "p99"}});
-    render_other_points(*newest, points);
-    render_repeatability(*newest, points);
-    render_ab_pairs(*newest, record, points);
-    render_t_init(*newest, record);
-  }
-
-  void render_verb_table(const ShownRun& run, const std::vector<PointView>& points, PointKind kind,
-                         const char* title,
-                         const std::vector<std::pair<std::string, std::string>>& metrics) {
-    std::set<std::uint64_t> sizes;
-    std::map<std::pair<std::string, std::uint64_t>, const PointView*> by_verb_size;
-    for (const auto& point : points) {
-      if (point.kind == kind && point.size && !point.verb.empty()) {
-        sizes.insert(*point.size);
-        by_verb_size.emplace(std::make_pair(point.verb, *point.size), &point);
-      }
-    }
-    if (sizes.empty()) {
-      return;
-    }
-    fmt::format_to(out_, "<h4>{}</h4>\n<table>\n<tr><th class=\"text\" rowspan=\"2\">size</th>",
-                   title);
-    const char* verbs[] = {"send", "write", "read"};
-    for (const char* verb : verbs) {
-      fmt::format_to(out_, "<th colspan=\"{}\">{}</th>", metrics.size(), verb);
-    }
-    out("</tr>\n<tr>");
-    for (std::size_t v = 0; v < 3; ++v) {
-      for (const auto& [metric, label] : metrics) {
-        fmt::format_to(out_, "<th>{}</th>", label);
-      }
-    }
-    out("</tr>\n");
-    for (auto size : sizes) {
-      fmt::format_to(out_, "<tr><td class=\"text\">{}</td>", size_label(size));
-      for (const char* verb : verbs) {
-        auto it = by_verb_size.find({verb, size});
-        const PointView* point = it == by_verb_size.end() ? nullptr : it->second;
-        for (const auto& [metric, label] : metrics) {
-          out(point_cell(run, point, metric, metric == "lat_p99_us"));
-        }
-      }
-      out("</tr>\n");
-    }
-    out("</table>\n");
-  }
-
-  void render_other_points(const ShownRun& run, const std::vector<PointView>& points) {
-    const auto& entry = index_.runs[run.index];
-    bool any = entry.badge(Badge::kTcp).has_value();
-    for (const auto& point : points) {
-      any = any || point.kind == PointKind::kTcp || point.kind == PointKind::kNvmeof ||
-            point.kind == PointKind::kOther;
-    }
-    if (!any) {
-      return;
-    }
-    out("<h4>TCP and other points</h4>\n");
-    if (auto tcp = entry.badge(Badge::kTcp)) {
-      fmt::format_to(out_, "<p>TCP figure (badges.tcp_bw_GBs): <strong>{} GB/s</strong></p>\n",
-                     format_figure(*tcp));
-    }
-    out("<table>\n<tr><th class=\"text\">point</th><th class=\"text\">metric</th><th>median</th>"
-        "<th class=\"text\">unit</th></tr>\n");
-    for (const auto& point : points) {
-      if (point.kind == PointKind::kBandwidth || point.kind == PointKind::kLatency) {
-        continue;
-      }
-      std::string metric = primary_metric(*point.json);
-      fmt::format_to(out_,
-                     "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td>{}<td "
-                     "class=\"text\">{}</td></tr>\n",
-                     escape_markup(point.id), escape_markup(metric),
-                     point_cell(run, &point, metric),
-                     escape_markup(metric_unit(*point.json, metric)));
-    }
-    out("</table>\n");
-  }
-
-  void render_repeatability(const ShownRun& run, const std::vector<PointView>& points) {
-    std::vector<std::pair<const PointView*, std::string>> rows;
-    for (const auto& point : points) {
-      std::string metric = primary_metric(*point.json);
-      if (!metric.empty() && metric_samples(*point.json, metric).size() >= 2) {
-        rows.emplace_back(&point, metric);
-      }
-    }
-    if (rows.empty()) {
-      return;
-    }
-    std::stable_sort(rows.begin(), rows.end(),
-                     [](const auto& a, const auto& b) { return a.first->verb < b.first->verb; });
-    out("<h4>Repeatability over repetitions</h4>\n<table>\n<tr><th class=\"text\">verb</th><th "
-        "class=\"text\">point</th><th class=\"text\">metric</th><th>n</th><th>min</th><th>max</th>"
-        "<th>range</th><th>mean</th><th>relative spread</th></tr>\n");
-    for (const auto& [point, metric] : rows) {
-      auto samples = metric_samples(*point->json, metric);
-      auto [lo, hi] = std::minmax_element(samples.begin(), samples.end());
-      double mean = 0;
-      for (double v : samples) {
-        mean += v;
-      }
-      mean /= static_cast<double>(samples.size());
-      double range = *hi - *lo;
-      fmt::format_to(
-          out_,
-          "<tr><td class=\"text\">{}</td><td class=\"text\"><a href=\"#{}-p{}\">{}</a></td><td "
-          "class=\"text\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</"
-          "td></tr>\n",
-          escape_markup(point->verb.empty() ? "\u2013" : point->verb), run.anchor, point->index,
-          escape_markup(point->id), escape_markup(metric), samples.size(), format_figure(*lo),
-          format_figure(*hi), format_figure(range), format_figure(mean),
-          mean != 0 ? format_figure(100 * range / std::fabs(mean), 3) + " %" : "\u2013");
-    }
-    out("</table>\n<p class=\"note\">Relative spread = range / mean. Differences between runs "
-        "smaller than the spread are noise.</p>\n");
-  }
-
-  void render_ab_pairs(const ShownRun& run, const nlohmann::json& record,
-                       const std::vector<PointView>& points) {
-    const auto& pairs = record["ernicctl"].value("ab_pairs", nlohmann::json::array());
-    if (!pairs.is_array() || pairs.empty()) {
-      return;
-    }
-    auto find = [&](const std::string& id) -> const PointView* {
-      for (const auto& point : points) {
-        if (point.id == id) {
-          return &point;
-        }
-      }
-      return nullptr;
-    };
-    out("<h4>A/B ratios</h4>\n<table>\n<tr><th class=\"text\">pair</th><th "
-        "class=\"text\">metric</th>"
-        "<th class=\"text\">A (baseline)</th><th class=\"text\">B</th><th>median A</th><th>median "
-        "B</th>"
-        "<th>B/A</th><th>spread of B/A</th><th>n</th></tr>\n");
-    for (const auto& pair : pairs) {
-      std::string name = json_text(pair, "name");
-      std::string metric = json_text(pair, "metric");
-      const PointView* a = find(json_text(pair, "a"));
-      const PointView* b = find(json_text(pair, "b"));
-      std::string ratio = "\u2013";
-      std::string spread = "\u2013";
-      std::size_t n = 0;
-      if (a && b) {
-        auto sa = metric_samples(*a->json, metric);
-        auto sb = metric_samples(*b->json, metric);
-        auto ma = metric_median(*a->json, metric);
-        auto mb = metric_median(*b->json, metric);
-        if (ma && mb && *ma != 0) {
-          ratio = format_figure(*mb / *ma, 3);
-        }
-        std::vector<double> ratios;
-        if (!sa.empty() && sa.size() == sb.size()) {
-          // repetitions were interleaved A, B, A, B: pair them by repetition
-          for (std::size_t i = 0; i < sa.size(); ++i) {
-            if (sa[i] != 0) {
-              ratios.push_back(sb[i] / sa[i]);
-            }
-          }
-        }
-        if (!ratios.empty()) {
-          auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
-          spread = fmt::format("{} \u2013 {}", format_figure(*lo, 3), format_figure(*hi, 3));
-          n = ratios.size();
-        }
-      }
-      fmt::format_to(
-          out_,
-          "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td>"
-          "<td class=\"text\">{}</td>{}{}<td><strong>{}</strong></td><td>{}</td><td>{}</td></tr>\n",
-          escape_markup(name), escape_markup(metric),
-          a ? fmt::format("<a href=\"#{}-p{}\">{}</a>", run.anchor, a->index, escape_markup(a->id))
-            : escape_markup(json_text(pair, "a")) + " (missing)",
-          b ? fmt::format("<a href=\"#{}-p{}\">{}</a>", run.anchor, b->index, escape_markup(b->id))
-            : escape_markup(json_text(pair, "b")) + " (missing)",
-          point_cell(run, a, metric), point_cell(run, b, metric), ratio, spread, n);
-    }
-    out("</table>\n<p class=\"note\">B/A from medians; the spread is the range of the "
-        "per-repetition "
-        "ratios (A and B measured side by side in the same run).</p>\n");
-  }
-
-  void render_t_init(const ShownRun& run, const nlohmann::json& record) {
-    const auto& hosts = record["ernicctl"].value("hosts", nlohmann::json::array());
-    bool any = false;
-    for (const auto& host : hosts) {
-      any = any || (host.is_object() && host.contains("t_init_s") && host["t_init_s"].is_number());
-    }
-    if (!any) {
-      return;
-    }
-    fmt::format_to(out_,
-                   "<h4>T_init per guest (boot to SSH to device ready)</h4>\n<p class=\"note\">Run "
-                   "<a href=\"#{}\">{}</a>.</p>\n<table>\n<tr><th class=\"text\">host</th><th "
-                   "class=\"text\">provider</th><th class=\"text\">address</th><th>vCPUs</th><th>"
-                   "T_init (s)</th></tr>\n",
-                   run.anchor, escape_markup(index_.runs[run.index].run_id));
-    for (const auto& host : hosts) {
-      if (!host.is_object()) {
-        continue;
-      }
-      std::optional<double> t_init;
-      if (host.contains("t_init_s") && host["t_init_s"].is_number()) {
-        t_init = host["t_init_s"].get<double>();
-      }
-      fmt::format_to(out_,
-                     "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td "
-                     "class=\"text\">{}</td><td>{}</td><td>{}</td></tr>\n",
-                     escape_markup(json_text(host, "name")),
-                     escape_markup(json_text(host, "provider")),
-                     escape_markup(json_text(host, "address")),
-                     escape_markup(json_text(host, "vcpus")), format_optional(t_init));
-    }
-    out("</table>\n");
-  }
-
-  void definition(const char* term, const std::string& value) {
-    if (!value.empty()) {
-      fmt::format_to(out_, "<dt>{}</dt><dd>{}</dd>", term, escape_markup(value));
-    }
-  }
-
-  void render_details(const ShownRun& shown) {
-    const auto& run = index_.runs[shown.index];
-    fmt::format_to(out_,
-                   "<details id=\"{}\"><summary>run <strong>{}</strong> \u00b7 <code>{}</code> "
-                   "\u00b7 {} \u00b7 {}</summary>\n<dl>",
-                   shown.anchor, escape_markup(run.run_id.empty() ? "?" : run.run_id),
-                   escape_markup(run.sha), escape_markup(run.generated),
-                   escape_markup(run.has_ernicctl ? run.status : "rocm-ernic record"));
-    definition("run id", run.run_id);
-    definition("commit", run.sha);
-    definition("generated", run.generated);
-    definition("node", run.node);
-    definition("runner class", run.runner);
-    definition("recorded in", fmt::format("{}:{}", index_.sources[run.source].string(), run.line));
-    if (!shown.record) {
-      out("</dl>\n<p class=\"note\">");
-      out(run.has_ernicctl ? "The record could not be read again."
-                           : "A rocm-ernic record: it keeps the commit, the node and the tracked "
-                             "medians only; commands, tool versions and the accelerator were not "
-                             "recorded.");
-      out("</p>\n</details>\n");
-      return;
-    }
-    const auto& part = (*shown.record)["ernicctl"];
-    const auto& scenario = part.value("scenario", nlohmann::json::object());
-    definition("scenario", json_text(scenario, "name"));
-    definition("scenario file", json_text(scenario, "path"));
-    definition("scenario sha256", json_text(scenario, "sha256"));
-    definition("status", json_text(part, "status"));
-    definition("started", json_text(part, "started"));
-    definition("duration (s)", json_text(part, "duration_s"));
-    definition("ernicctl",
-               fmt::format("{} ({})", json_text(part, "version"), json_text(part, "git_sha")));
-    definition("accelerator",
-               json_text(part, "accelerator") +
-                   (part.value("functional_only", false) ? " (functional only)" : ""));
-    definition("run directory", json_text(part, "run_dir"));
-    const auto& environment = part.value("environment", nlohmann::json::object());
-    if (environment.is_object()) {
-      for (const auto& [key, value] : environment.items()) {
-        definition(key.c_str(), value.is_string() ? value.get<std::string>() : value.dump());
-      }
-    }
-    const auto& tools = part.value("tools", nlohmann::json::object());
-    if (tools.is_object()) {
-      for (const auto& [key, value] : tools.items()) {
-        definition(("version of " + key).c_str(),
-                   value.is_string() ? value.get<std::string>() : value.dump());
-      }
-    }
-    definition("emulator", json_text(part, "emulator"));
-    definition("hosts", json_text(part, "hosts"));
-    out("</dl>\n");
-    auto points = points_of(*shown.record);
-    if (!points.empty()) {
-      out("<table>\n<tr><th class=\"text\">point</th><th class=\"text\">status</th><th>reps</th>"
-          "<th class=\"text\">medians</th><th class=\"text\">commands</th><th "
-          "class=\"text\">log</th></tr>\n");
-      for (const auto& point : points) {
-        std::string medians;
-        for (const auto& metric : metric_names(*point.json)) {
-          if (auto value = metric_median(*point.json, metric)) {
-            medians +=
-                fmt::format("{}{} = {} {}", medians.empty() ? "" : "<br/>", escape_markup(metric),
-                            format_figure(*value), escape_markup(metric_unit(*point.json, metric)));
-          }
-        }
-        std::string commands;
-        const auto& command_map = point.json->value("commands", nlohmann::json::object());
-        if (command_map.is_object()) {
-          for (const auto& [role, command] : command_map.items()) {
-            commands += fmt::format(
-                "{}{}: <code>{}</code>", commands.empty() ? "" : "<br/>", escape_markup(role),
-                escape_markup(command.is_string() ? command.get<std::string>() : command.dump()));
-          }
-        }
-        std::string status = escape_markup(point.status);
-        if (!point.reason.empty()) {
-          status += ": " + escape_markup(point.reason);
-        }
-        fmt::format_to(
-            out_,
-            "<tr id=\"{}-p{}\"><td class=\"text\">{}</td><td class=\"text{}\">{}</td><td>{}</td>"
-            "<td class=\"text\">{}</td><td class=\"text\">{}</td><td "
-            "class=\"text\"><code>{}</code></td></tr>\n",
-            shown.anchor, point.index, escape_markup(point.id),
-            point.status == "passed" ? "" : " failed", status,
-            escape_markup(json_text(*point.json, "repetitions")), medians, commands,
-            escape_markup(log_paths(*point.json)));
-      }
-      out("</table>\n");
-    }
-    out("</details>\n");
-  }
-
-  const RunIndex& index_;
-  const SiteOptions& options_;
+  std::string page_;
   std::vector<std::string>& warnings_;
-  std::string html_;
-  Out out_;
   std::set<std::string> anchors_;
   std::size_t charts_ = 0;
 };

@@ -104,7 +104,7 @@ TEST_CASE("runner classes never share a chart line") {
       auto run_id = link.substr(std::string("#run-").size());
       for (const auto& run : index.runs) {
         if (run.run_id == run_id) {
-          classes.insert(run.runner);
+          classes.insert(run.runner_class());
         }
       }
     }
@@ -171,4 +171,5 @@ TEST_CASE("write_site writes the page and the three badges") {
                            "rocm-ernic-badge-rdma-sample.json"));
   CHECK(std::filesystem::exists(dir / "site/badge-tcp.json"));
   CHECK(std::filesystem::exists(dir / "site/badge-nvmeof.json"));
+  CHECK(std::filesystem::exists(dir / "site/badge-s3.json"));
 }

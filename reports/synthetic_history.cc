@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "history/history_file.h"
+#include "history/statistics.h"
 
 namespace ernic::reports {
 namespace {
@@ -81,8 +82,7 @@ nlohmann::json synthetic_record(std::size_t index, const SyntheticOptions& optio
       samples.push_back(
           {{"rep", rep}, {"warm", rep > 1}, {"duration_s", 1.5}, {"metrics", metrics}});
     }
-    std::sort(primary.begin(), primary.end());
-    double median = primary[primary.size() / 2];
+    double median = ernic::median(primary);
     std::string kind = spec.kind;
     if (kind == "tcp") {
       point = {{"id", "tcp[protocol=tcp,reverse=false]"},

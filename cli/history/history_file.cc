@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,27 +19,41 @@ std::runtime_error file_error(const std::string& what, const std::filesystem::pa
   return std::runtime_error(fmt::format("{} {}: {}", what, path.string(), std::strerror(errno)));
 }
 
-// Holds the exclusive lock on PATH.lock for as long as it lives.
-class HistoryLock {
+// The history file opened and exclusively flock(2)ed for as long as this lives. The lock is on
+// the file itself, so nothing is left beside it. Rewrites replace the file by rename(2): a
+// writer that waited for the lock on the replaced file would write into a file no longer in the
+// directory, so after locking it checks that the path still names the locked file, and opens the
+// new one otherwise.
+class LockedHistory {
  public:
-  explicit HistoryLock(const std::filesystem::path& path) {
-    auto lock_path = path.string() + ".lock";
-    fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) {
-      throw file_error("cannot open lock file", lock_path);
-    }
-    while (::flock(fd_, LOCK_EX) != 0) {
-      if (errno != EINTR) {
-        int saved = errno;
-        ::close(fd_);
-        errno = saved;
-        throw file_error("cannot lock", lock_path);
+  explicit LockedHistory(const std::filesystem::path& path) {
+    for (;;) {
+      fd_ = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+      if (fd_ < 0) {
+        throw file_error("cannot open history", path);
       }
+      while (::flock(fd_, LOCK_EX) != 0) {
+        if (errno != EINTR) {
+          int saved = errno;
+          ::close(fd_);
+          errno = saved;
+          throw file_error("cannot lock", path);
+        }
+      }
+      struct stat held {};
+      struct stat named {};
+      if (::fstat(fd_, &held) == 0 && ::stat(path.c_str(), &named) == 0 &&
+          held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
+        return;
+      }
+      ::close(fd_);  // replaced (or removed) while we waited: lock the file the path names now
     }
   }
-  ~HistoryLock() { ::close(fd_); }  // closing releases the lock
-  HistoryLock(const HistoryLock&) = delete;
-  HistoryLock& operator=(const HistoryLock&) = delete;
+  ~LockedHistory() { ::close(fd_); }  // closing releases the lock
+  LockedHistory(const LockedHistory&) = delete;
+  LockedHistory& operator=(const LockedHistory&) = delete;
+
+  int fd() const { return fd_; }
 
  private:
   int fd_ = -1;
@@ -91,17 +106,10 @@ HistoryContents read_unlocked(const std::filesystem::path& path) {
       continue;
     }
     HistoryLine line{number, text, std::nullopt};
-    try {
-      auto parsed = nlohmann::json::parse(text);
-      if (parsed.is_object()) {
-        line.record = std::move(parsed);
-      } else {
-        contents.warnings.push_back(
-            fmt::format("{}:{}: not a JSON object; skipped", path.string(), number));
-      }
-    } catch (const nlohmann::json::parse_error& e) {
-      contents.warnings.push_back(
-          fmt::format("{}:{}: not valid JSON ({}); skipped", path.string(), number, e.what()));
+    std::string error;
+    line.record = parse_history_line(text, error);
+    if (!line.record) {
+      contents.warnings.push_back(fmt::format("{}:{}: {}; skipped", path.string(), number, error));
     }
     contents.lines.push_back(std::move(line));
   }
@@ -129,24 +137,18 @@ std::string serialize_history_record(const nlohmann::json& record) {
 void append_history_record(const std::filesystem::path& path, const nlohmann::json& record) {
   ensure_parent(path);
   std::string line = serialize_history_record(record) + "\n";
-  HistoryLock lock(path);
-  int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throw file_error("cannot open history", path);
+  LockedHistory history(path);
+  if (!ends_with_newline_or_empty(history.fd())) {
+    line.insert(line.begin(), '\n');  // another writer died mid-line: keep our record whole
   }
-  try {
-    if (!ends_with_newline_or_empty(fd)) {
-      line.insert(line.begin(), '\n');  // another writer died mid-line: keep our record whole
-    }
-    write_all(fd, line, path);
-    if (::fsync(fd) != 0) {
-      throw file_error("cannot sync", path);
-    }
-  } catch (...) {
-    ::close(fd);
-    throw;
+  write_all(history.fd(), line, path);
+  if (::fsync(history.fd()) != 0) {
+    throw file_error("cannot sync", path);
   }
-  ::close(fd);
+}
+
+void append_history_record(const std::filesystem::path& path, const HistoryRecord& record) {
+  append_history_record(path, nlohmann::json(record));
 }
 
 HistoryContents read_history(const std::filesystem::path& path) {
@@ -159,7 +161,7 @@ HistoryContents read_history(const std::filesystem::path& path) {
 void rewrite_history(const std::filesystem::path& path,
                      const std::function<std::vector<std::string>(const HistoryContents&)>& edit) {
   ensure_parent(path);
-  HistoryLock lock(path);
+  LockedHistory history(path);
   auto lines = edit(read_unlocked(path));
   std::string text;
   for (const auto& line : lines) {

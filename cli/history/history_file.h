@@ -7,9 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "history/history_record.h"
+
 namespace ernic {
 
-// One line of a history file as stored. `record` is empty when the line is not a JSON object;
+// One line of a history file as stored. `record` is empty when the line is not a JSON object
+// (read_history_record gives its typed form);
 // such lines are reported, and kept verbatim whenever the file is rewritten.
 struct HistoryLine {
   int number = 0;  // 1-based
@@ -28,10 +31,12 @@ struct HistoryContents {
 // The JSON text of a record as stored: one line, keys sorted.
 std::string serialize_history_record(const nlohmann::json& record);
 
-// Appends one record as one line. Concurrent appenders and rewriters serialise on the lock file
-// beside the history (PATH.lock); the line goes out in a single write(2), so readers never see
-// half a record. Creates the file and its directory when missing. Throws std::runtime_error
-// naming the file on failure.
+// Appends one record as one line. Concurrent appenders and rewriters serialise on an exclusive
+// flock(2) of the history file itself (nothing is left beside it); the line goes out in a single
+// write(2), so readers never see half a record. Creates the file and its directory when missing.
+// Throws std::runtime_error naming the file on failure.
+void append_history_record(const std::filesystem::path& path, const HistoryRecord& record);
+// Any JSON object as one line, the same way.
 void append_history_record(const std::filesystem::path& path, const nlohmann::json& record);
 
 // Reads every line; a missing file reads as empty.

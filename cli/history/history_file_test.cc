@@ -85,10 +85,20 @@ TEST_CASE("an append after a torn last line keeps the new record whole") {
   CHECK(contents.warnings.size() == 1);
 }
 
+bool lock_file_beside(const fs::path& path) {
+  for (const auto& entry : fs::directory_iterator(path.parent_path())) {
+    if (entry.path().filename().string().rfind(path.filename().string() + ".lock", 0) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 TEST_CASE("several processes appending at once leave every line valid") {
   auto path = temp_history("concurrent.jsonl");
-  constexpr int kWriters = 6;
+  constexpr int kWriters = 8;
   constexpr int kRecordsEach = 150;
+  constexpr int kRewrites = 40;
   std::vector<pid_t> children;
   for (int w = 0; w < kWriters; ++w) {
     pid_t pid = ::fork();
@@ -103,6 +113,23 @@ TEST_CASE("several processes appending at once leave every line valid") {
     }
     children.push_back(pid);
   }
+  // A rewriter replacing the file (as `history trim` does) while the appends go on: an appender
+  // waiting for the lock of the replaced file must not write into it.
+  pid_t rewriter = ::fork();
+  REQUIRE(rewriter >= 0);
+  if (rewriter == 0) {
+    for (int i = 0; i < kRewrites; ++i) {
+      ernic::rewrite_history(path, [](const ernic::HistoryContents& c) {
+        std::vector<std::string> lines;
+        for (const auto& line : c.lines) {
+          lines.push_back(line.text);
+        }
+        return lines;
+      });
+    }
+    ::_exit(0);
+  }
+  children.push_back(rewriter);
   for (pid_t pid : children) {
     int status = 0;
     ::waitpid(pid, &status, 0);
@@ -119,4 +146,24 @@ TEST_CASE("several processes appending at once leave every line valid") {
   for (int count : per_writer) {
     CHECK(count == kRecordsEach);
   }
+  // the lock is the history file's own: nothing is left beside it
+  CHECK_FALSE(lock_file_beside(path));
+  CHECK_FALSE(fs::exists(path.string() + ".lock"));
+}
+
+TEST_CASE("a line holding a number out of range is an unreadable line, not an abort") {
+  auto path = temp_history("overflow.jsonl");
+  {
+    std::ofstream out(path);
+    out << R"({"run_id":"1"})"
+        << "\n"
+        << R"({"run_id":"2","badges":{"rdma_bw_GBs":1e999}})"
+        << "\n";
+  }
+  auto contents = ernic::read_history(path);
+  REQUIRE(contents.warnings.size() == 1);
+  CHECK(contents.warnings[0].find(":2: not valid JSON") != std::string::npos);
+  CHECK(contents.records().size() == 1);
+  ernic::append_history_record(path, json{{"run_id", "3"}});
+  CHECK(ernic::read_history(path).records().size() == 2);
 }

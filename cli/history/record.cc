@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/version.h"
+#include "history/statistics.h"
 #include "hosts/process_command.h"
 
 namespace ernic {
@@ -63,40 +64,32 @@ std::string iso8601(std::chrono::system_clock::time_point time) {
 
 }  // namespace
 
-nlohmann::json summarize(std::vector<double> values) {
-  if (values.empty()) {
-    return nullptr;
+std::string resolve_runner_class(std::string_view declared, std::string_view runner_environment) {
+  if (declared.empty() || declared == "auto") {
+    return runner_environment == "github-hosted" ? "github-hosted" : "self-hosted";
   }
-  std::sort(values.begin(), values.end());
-  std::size_t n = values.size();
-  double median = n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-  double sum = 0;
-  for (double v : values) {
-    sum += v;
-  }
-  std::size_t p99_rank = static_cast<std::size_t>(std::ceil(0.99 * static_cast<double>(n)));
-  return {{"n", n},
-          {"median", median},
-          {"mean", sum / static_cast<double>(n)},
-          {"min", values.front()},
-          {"max", values.back()},
-          {"p99", values[std::max<std::size_t>(p99_rank, 1) - 1]}};
+  return std::string(declared);
 }
 
-nlohmann::json capture_environment() {
+std::string resolve_runner_class(std::string_view declared) {
+  const char* environment = std::getenv("RUNNER_ENVIRONMENT");
+  return resolve_runner_class(declared, environment != nullptr ? environment : "");
+}
+
+EnvironmentInfo capture_environment() {
   utsname names{};
   ::uname(&names);
   char hostname[256] = {};
   ::gethostname(hostname, sizeof hostname - 1);
   std::string memory = read_key("/proc/meminfo", "MemTotal", ':');
   double memory_bytes = memory.empty() ? 0 : std::stod(memory) * 1024;
-  return {{"hostname", hostname},
-          {"kernel", names.release},
-          {"arch", names.machine},
-          {"cpu_model", read_key("/proc/cpuinfo", "model name", ':')},
-          {"cpu_cores", std::thread::hardware_concurrency()},
-          {"memory_bytes", memory_bytes},
-          {"os", read_key("/etc/os-release", "PRETTY_NAME", '=')}};
+  return {.hostname = hostname,
+          .kernel = names.release,
+          .arch = names.machine,
+          .cpu_model = read_key("/proc/cpuinfo", "model name", ':'),
+          .cpu_cores = std::thread::hardware_concurrency(),
+          .memory_bytes = memory_bytes,
+          .os = read_key("/etc/os-release", "PRETTY_NAME", '=')};
 }
 
 RunAccelerator run_accelerator(const std::vector<HostRecord>& hosts) {
@@ -116,125 +109,132 @@ RunAccelerator run_accelerator(const std::vector<HostRecord>& hosts) {
   return result;
 }
 
-nlohmann::json build_history_record(const Scenario& scenario, const RunResult& run) {
-  using nlohmann::json;
-  json environment = capture_environment();
+namespace {
+
+PointRecord point_record(const PointResult& result, const RunResult& run) {
+  const PlannedPoint& point = *result.point;
+  PointRecord out{.id = point.id,
+                  .benchmark = point.entry->name,
+                  .tool = std::string(point.tool->tool()),
+                  .status = to_string(result.status),
+                  .hosts = {{"server", point.entry->server}, {"client", point.entry->client}},
+                  .repetitions = point.repetitions,
+                  .duration_s = result.duration_s};
+  for (const auto& [key, value] : point.params.entries()) {
+    out.params[key] = value;
+  }
+  if (!result.reason.empty()) {
+    out.reason = result.reason;
+  }
+  for (const auto& log : result.logs) {
+    out.logs.push_back(std::filesystem::relative(log, run.run_dir).string());
+  }
+  out.commands["client"] = result.client_command;
+  if (!result.server_command.empty()) {
+    out.commands["server"] = result.server_command;
+  }
+  for (const auto& metric : point.tool->metrics()) {
+    out.metrics[metric.name] = {metric.unit, metric.better == Better::kHigher ? "higher" : "lower"};
+  }
+  std::map<std::string, std::vector<double>> values;
+  for (const auto& sample : result.samples) {
+    out.samples.push_back({.rep = sample.repetition,
+                           .warm = sample.warm,
+                           .duration_s = sample.duration_s,
+                           .tool_s = sample.tool_s,
+                           .metrics = sample.metrics});
+    for (const auto& [name, value] : sample.metrics) {
+      values[name].push_back(value);
+    }
+  }
+  if (result.status == PointStatus::kPassed) {
+    for (const auto& [name, list] : values) {
+      out.summary[name] = *summarize(list);
+    }
+  }
+  return out;
+}
+
+// rocm-ernic's series and badges, from the passed points of a run that was not interrupted.
+void publish_figures(const Scenario& scenario, const RunResult& run, HistoryRecord& record) {
+  for (Badge badge : kRecordedBadges) {
+    record.badges[badge_key(badge)] = std::nullopt;
+  }
+  if (run.status == RunStatus::kIncomplete) {
+    return;
+  }
   PublishedFigures figures;
-  json points = json::array();
-  for (const auto& result : run.points) {
-    const PlannedPoint& point = *result.point;
-    json params = json::object();
-    for (const auto& [key, value] : point.params.entries()) {
-      params[key] = value;
+  for (std::size_t i = 0; i < run.points.size(); ++i) {
+    const PointRecord& point = record.ernicctl->points[i];
+    if (!point.passed()) {
+      continue;
     }
-    json metrics_info = json::object();
-    std::map<std::string, std::vector<double>> values;
-    for (const auto& metric : point.tool->metrics()) {
-      metrics_info[metric.name] = {
-          {"unit", metric.unit}, {"better", metric.better == Better::kHigher ? "higher" : "lower"}};
+    PointSummary published{.params = &run.points[i].point->params, .median = {}};
+    for (const auto& [name, summary] : point.summary) {
+      published.median[name] = summary.median;
     }
-    json samples = json::array();
-    for (const auto& sample : result.samples) {
-      samples.push_back({{"rep", sample.repetition},
-                         {"warm", sample.warm},
-                         {"duration_s", sample.duration_s},
-                         {"tool_s", sample.tool_s},
-                         {"metrics", sample.metrics}});
-      for (const auto& [name, value] : sample.metrics) {
-        values[name].push_back(value);
-      }
-    }
-    json summary = json::object();
-    PointSummary published{.params = &point.params, .median = {}};
-    if (result.status == PointStatus::kPassed) {
-      for (auto& [name, list] : values) {
-        summary[name] = summarize(list);
-        published.median[name] = summary[name]["median"].get<double>();
-      }
-      if (run.status != RunStatus::kIncomplete) {
-        point.tool->publish(published, scenario.history.tracked_sizes, figures);
-      }
-    }
-    json logs = json::array();
-    for (const auto& log : result.logs) {
-      logs.push_back(std::filesystem::relative(log, run.run_dir).string());
-    }
-    json commands = {{"client", result.client_command}};
-    if (!result.server_command.empty()) {
-      commands["server"] = result.server_command;
-    }
-    points.push_back({{"id", point.id},
-                      {"benchmark", point.entry->name},
-                      {"tool", point.tool->tool()},
-                      {"params", params},
-                      {"status", to_string(result.status)},
-                      {"reason", result.reason.empty() ? json(nullptr) : json(result.reason)},
-                      {"logs", logs},
-                      {"commands", commands},
-                      {"hosts", {{"server", point.entry->server}, {"client", point.entry->client}}},
-                      {"repetitions", point.entry->repetitions},
-                      {"duration_s", result.duration_s},
-                      {"metrics", metrics_info},
-                      {"samples", samples},
-                      {"summary", summary}});
+    run.points[i].point->tool->publish(published, scenario.history.tracked_sizes, figures);
   }
-  json hosts = json::array();
-  for (const auto& host : run.hosts) {
-    hosts.push_back({{"name", host.name},
-                     {"provider", host.provider},
-                     {"address", host.address},
-                     {"t_init_s", host.t_init_s},
-                     {"facts", host.facts}});
-  }
-  json ab_pairs = json::array();
-  for (const auto& pair : scenario.ab_pairs) {
-    ab_pairs.push_back(
-        {{"name", pair.name}, {"a", pair.a}, {"b", pair.b}, {"metric", pair.metric}});
-  }
-  json series = json::object();
   for (const auto& [name, by_size] : figures.series) {
-    series[name] = by_size;
+    record.series[name] = by_size;
   }
-  json badges = {{"rdma_bw_GBs", nullptr}, {"tcp_bw_GBs", nullptr}, {"nvmeof_iops_M", nullptr}};
   for (const auto& [name, value] : figures.badges) {
-    badges[name] = value;
+    record.badges[name] = value;
   }
-  double duration = std::chrono::duration<double>(run.finished - run.started).count();
+}
+
+}  // namespace
+
+HistoryRecord build_history_record(const Scenario& scenario, const RunResult& run) {
+  EnvironmentInfo environment = capture_environment();
   RunAccelerator accelerator = run_accelerator(run.hosts);
-  json ernic = {
-      {"schema", 1},
-      {"version", ernic_version()},
-      {"git_sha", ernic_git_sha()},
-      {"status", to_string(run.status)},
-      {"error", run.fatal_error.empty() ? json(nullptr) : json(run.fatal_error)},
-      {"started", iso8601(run.started)},
-      {"finished", iso8601(run.finished)},
-      {"duration_s", duration},
-      {"run_dir", run.run_dir.string()},
-      {"run_token", run.run_token},
-      {"scenario",
-       {{"name", scenario.name},
-        {"path", scenario.file.string()},
-        {"sha256", scenario.sha256},
-        {"description", scenario.description}}},
-      {"accelerator", accelerator.name},
-      {"functional_only", accelerator.functional_only},
-      {"environment", environment},
-      {"hosts", hosts},
-      {"tools", run.tool_versions},
-      {"emulator", run.emulator.is_null() ? json{{"kind", scenario.emulator.kind}} : run.emulator},
-      {"points", points},
-      {"ab_pairs", ab_pairs},
+  ErnicctlPart part{
+      .schema = 1,
+      .version = ernic_version(),
+      .git_sha = ernic_git_sha(),
+      .status = to_string(run.status),
+      .error = run.fatal_error.empty() ? std::nullopt : std::optional(run.fatal_error),
+      .started = iso8601(run.started),
+      .finished = iso8601(run.finished),
+      .duration_s = std::chrono::duration<double>(run.finished - run.started).count(),
+      .run_dir = run.run_dir.string(),
+      .run_token = run.run_token,
+      .selection = run.selection.empty() ? std::nullopt : std::optional(run.selection),
+      .scenario = {.name = scenario.name,
+                   .path = scenario.file.string(),
+                   .sha256 = scenario.sha256,
+                   .description = scenario.description},
+      .accelerator = accelerator.name,
+      .functional_only = accelerator.functional_only,
+      .environment = environment,
+      .tools = run.tool_versions,
+      .emulator =
+          run.emulator.is_null() ? nlohmann::json{{"kind", scenario.emulator.kind}} : run.emulator,
   };
-  return {{"generated", fmt::format("{:%Y-%m-%d %H:%M:%S} UTC",
-                                    std::chrono::floor<std::chrono::seconds>(run.finished))},
-          {"sha", measured_sha()},
-          {"run_id", env_or("GITHUB_RUN_ID", run.run_name)},
-          {"node", env_or("ERNIC_NODE", environment["hostname"].get<std::string>())},
-          {"runner", scenario.runner},
-          {"series", series},
-          {"badges", badges},
-          {"ernicctl", ernic}};
+  for (const auto& host : run.hosts) {
+    part.hosts.push_back({.name = host.name,
+                          .provider = host.provider,
+                          .address = host.address,
+                          .t_init_s = host.t_init_s,
+                          .facts = host.facts});
+  }
+  for (const auto& result : run.points) {
+    part.points.push_back(point_record(result, run));
+  }
+  for (const auto& pair : scenario.ab_pairs) {
+    part.ab_pairs.push_back({pair.name, pair.a, pair.b, pair.metric});
+  }
+  HistoryRecord record{
+      .generated = fmt::format("{:%Y-%m-%d %H:%M:%S} UTC",
+                               std::chrono::floor<std::chrono::seconds>(run.finished)),
+      .sha = measured_sha(),
+      .run_id = env_or("GITHUB_RUN_ID", run.run_name),
+      .node = env_or("ERNIC_NODE", environment.hostname.value_or("")),
+      .runner = resolve_runner_class(scenario.runner),
+      .ernicctl = std::move(part),
+  };
+  publish_figures(scenario, run, record);
+  return record;
 }
 
 }  // namespace ernic

@@ -1,7 +1,9 @@
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
 
+#include "history/history_record.h"
 #include "run/run_result.h"
 #include "scenario/scenario.h"
 
@@ -9,7 +11,15 @@ namespace ernic {
 
 // The history record of a run (docs/history-format.md): rocm-ernic's keys, plus everything
 // methodology asks for under "ernicctl".
-nlohmann::json build_history_record(const Scenario& scenario, const RunResult& run);
+HistoryRecord build_history_record(const Scenario& scenario, const RunResult& run);
+
+// The runner class a record names: the scenario's `runner`, with "auto" (the default) resolved
+// to "github-hosted" on a GitHub-hosted runner (`runner_environment`, GitHub's
+// RUNNER_ENVIRONMENT, is "github-hosted") and to "self-hosted" otherwise, the only two classes
+// rocm-ernic's publisher charts. Any other class is kept as given.
+std::string resolve_runner_class(std::string_view declared, std::string_view runner_environment);
+// The same, reading RUNNER_ENVIRONMENT.
+std::string resolve_runner_class(std::string_view declared);
 
 // How the run's guests executed: "kvm", "tcg", "mixed" or "none" (no guests: processes on this
 // machine), from each host's `accelerator` fact. Any guest under TCG makes the whole run's
@@ -20,10 +30,7 @@ struct RunAccelerator {
 };
 RunAccelerator run_accelerator(const std::vector<HostRecord>& hosts);
 
-// Median, mean, min, max and p99 (nearest rank) of `values`.
-nlohmann::json summarize(std::vector<double> values);
-
 // This machine as the record describes it (host name, kernel, CPU, memory, OS).
-nlohmann::json capture_environment();
+EnvironmentInfo capture_environment();
 
 }  // namespace ernic

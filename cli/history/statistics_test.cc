@@ -1,8 +1,8 @@
-#include "mann_whitney.h"
+#include "history/statistics.h"
 
 #include <catch2/catch.hpp>
 
-using namespace ernic::reports;
+using namespace ernic;
 
 TEST_CASE("exact Mann-Whitney U matches the tables") {
   // complete separation of 3 and 3: U = 0, two-sided p = 2 / C(6, 3) = 0.1

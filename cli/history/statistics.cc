@@ -1,11 +1,57 @@
-#include "mann_whitney.h"
+// The one statistics module: what a record's summary, the reports, the run outputs and
+// `compare` compute from samples.
+#include "history/statistics.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <utility>
 
-namespace ernic::reports {
+namespace ernic {
+
+double median(std::vector<double> values) {
+  if (values.empty()) {
+    return 0;
+  }
+  std::sort(values.begin(), values.end());
+  std::size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+}
+
+double mean(const std::vector<double>& values) {
+  if (values.empty()) {
+    return 0;
+  }
+  double sum = 0;
+  for (double v : values) {
+    sum += v;
+  }
+  return sum / static_cast<double>(values.size());
+}
+
+double percentile(std::vector<double> values, double percent) {
+  if (values.empty()) {
+    return 0;
+  }
+  std::sort(values.begin(), values.end());
+  auto rank =
+      static_cast<std::size_t>(std::ceil(percent / 100.0 * static_cast<double>(values.size())));
+  return values[std::clamp<std::size_t>(rank, 1, values.size()) - 1];
+}
+
+std::optional<Statistics> summarize(const std::vector<double>& values) {
+  if (values.empty()) {
+    return std::nullopt;
+  }
+  auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+  return Statistics{.n = values.size(),
+                    .median = median(values),
+                    .mean = mean(values),
+                    .min = *lo,
+                    .max = *hi,
+                    .p99 = percentile(values, 99)};
+}
+
 namespace {
 
 constexpr std::size_t kMaxExactCells = 2500;  // n1 * n2: beyond it the normal approximation is fine
@@ -120,4 +166,4 @@ std::optional<MannWhitney> mann_whitney_u(const std::vector<double>& a,
   return result;
 }
 
-}  // namespace ernic::reports
+}  // namespace ernic

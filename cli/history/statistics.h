@@ -4,7 +4,27 @@
 #include <optional>
 #include <vector>
 
-namespace ernic::reports {
+namespace ernic {
+
+// Median, mean, extremes and p99 of one metric's samples: what a record's `summary` holds.
+struct Statistics {
+  std::size_t n = 0;
+  double median = 0;
+  double mean = 0;
+  double min = 0;
+  double max = 0;
+  double p99 = 0;  // nearest rank
+};
+
+// nullopt for no values.
+std::optional<Statistics> summarize(const std::vector<double>& values);
+
+// 0 for no values. The median of an even count is the mean of the two middle values.
+double median(std::vector<double> values);
+double mean(const std::vector<double>& values);
+// Nearest-rank percentile (`percent` in 0..100): the smallest value with at least that share of
+// the values at or below it.
+double percentile(std::vector<double> values, double percent);
 
 struct MannWhitney {
   double u = 0;        // pairs (a, b) with a > b, ties counted one half
@@ -20,4 +40,4 @@ std::optional<MannWhitney> mann_whitney_u(const std::vector<double>& a,
 // 2 / C(n1 + n2, n1): with 3 against 3 it is 0.1, so such a test can never be significant at 5 %.
 double smallest_p_value(std::size_t n1, std::size_t n2);
 
-}  // namespace ernic::reports
+}  // namespace ernic

@@ -1,0 +1,123 @@
+// A run's details section: what produced its figures (provenance, environment, tool versions,
+// hosts) and every point with its status, medians, commands and logs.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "history/statistics.h"
+#include "markup.h"
+#include "record_points.h"
+#include "site_parts.h"
+
+namespace ernic::reports {
+namespace {
+
+class RunDetails : PagePart {
+ public:
+  using PagePart::PagePart;
+
+  void definition(const char* term, const std::string& value) {
+    if (!value.empty()) {
+      fmt::format_to(out_, "<dt>{}</dt><dd>{}</dd>", term, escape_markup(value));
+    }
+  }
+
+  void render_details(const ShownRun& shown) {
+    const auto& run = index_.runs[shown.index];
+    fmt::format_to(out_,
+                   "<details id=\"{}\"><summary>run <strong>{}</strong> \u00b7 <code>{}</code> "
+                   "\u00b7 {} \u00b7 {}</summary>\n<dl>",
+                   shown.anchor, escape_markup(run.run_id.empty() ? "?" : run.run_id),
+                   escape_markup(run.sha), escape_markup(run.generated),
+                   escape_markup(run.ernicctl ? run.run_status() : "rocm-ernic record"));
+    definition("run id", run.run_id);
+    definition("commit", run.sha);
+    definition("generated", run.generated);
+    definition("node", run.node);
+    definition("runner class", run.runner_class());
+    definition("recorded in", fmt::format("{}:{}", index_.sources[run.source].string(), run.line));
+    if (!shown.record) {
+      out("</dl>\n<p class=\"note\">");
+      out(run.ernicctl ? "The record could not be read again."
+                       : "A rocm-ernic record: it keeps the commit, the node and the tracked "
+                         "medians only; commands, tool versions and the accelerator were not "
+                         "recorded.");
+      out("</p>\n</details>\n");
+      return;
+    }
+    const ErnicctlPart& part = *shown.record->ernicctl;
+    definition("scenario", part.scenario.name);
+    definition("scenario file", part.scenario.path);
+    definition("scenario sha256", part.scenario.sha256);
+    definition("status", part.status);
+    definition("started", part.started);
+    definition("duration (s)", part.duration_s ? format_figure(*part.duration_s, 6) : "");
+    definition("ernicctl", fmt::format("{} ({})", part.version, part.git_sha));
+    definition("accelerator",
+               part.accelerator + (part.functional_only ? " (functional only)" : ""));
+    definition("run directory", part.run_dir);
+    for (const auto& [key, value] : nlohmann::json(part.environment).items()) {
+      definition(key.c_str(), value.is_string() ? value.get<std::string>() : value.dump());
+    }
+    for (const auto& [key, value] : part.tools) {
+      definition(("version of " + key).c_str(), value);
+    }
+    definition("emulator", part.emulator.is_null() ? "" : part.emulator.dump());
+    definition("hosts", part.hosts.empty() ? "" : nlohmann::json(part.hosts).dump());
+    out("</dl>\n");
+    render_point_details(shown);
+    out("</details>\n");
+  }
+
+ private:
+  void render_point_details(const ShownRun& shown) {
+    auto points = points_of(*shown.record);
+    if (points.empty()) {
+      return;
+    }
+    out("<table>\n<tr><th class=\"text\">point</th><th class=\"text\">status</th><th>reps</th>"
+        "<th class=\"text\">medians</th><th class=\"text\">commands</th><th "
+        "class=\"text\">log</th></tr>\n");
+    for (const auto& point : points) {
+      const PointRecord& p = *point.record;
+      std::string medians;
+      for (const auto& metric : p.measured_metrics()) {
+        if (auto value = p.median(metric)) {
+          medians +=
+              fmt::format("{}{} = {} {}", medians.empty() ? "" : "<br/>", escape_markup(metric),
+                          format_figure(*value), escape_markup(metric_unit(p, metric)));
+        }
+      }
+      std::string commands;
+      for (const auto& [role, command] : p.commands) {
+        commands += fmt::format("{}{}: <code>{}</code>", commands.empty() ? "" : "<br/>",
+                                escape_markup(role), escape_markup(command));
+      }
+      std::string status = escape_markup(p.status);
+      if (p.reason && !p.reason->empty()) {
+        status += ": " + escape_markup(*p.reason);
+      }
+      fmt::format_to(
+          out_,
+          "<tr id=\"{}-p{}\"><td class=\"text\">{}</td><td class=\"text{}\">{}</td><td>{}</td>"
+          "<td class=\"text\">{}</td><td class=\"text\">{}</td><td "
+          "class=\"text\"><code>{}</code></td></tr>\n",
+          shown.anchor, point.index, escape_markup(p.id), p.passed() ? "" : " failed", status,
+          p.repetitions ? std::to_string(*p.repetitions) : std::string(), medians, commands,
+          escape_markup(p.log_paths()));
+    }
+    out("</table>\n");
+  }
+};
+
+}  // namespace
+
+void render_run_details(const RunIndex& index, const SiteOptions& options, std::string& html,
+                        const ShownRun& shown) {
+  RunDetails(index, options, html).render_details(shown);
+}
+
+}  // namespace ernic::reports
