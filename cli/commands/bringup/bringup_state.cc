@@ -1,0 +1,136 @@
+#include "commands/bringup/bringup_state.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+
+namespace ernic {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string environment(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? value : "";
+}
+
+// A link `link` -> `target`, replacing whatever a killed `up` may have left under that name.
+void replace_link(const fs::path& target, const fs::path& link) {
+  std::error_code ignored;
+  fs::remove(link, ignored);
+  fs::create_symlink(target, link);
+}
+
+}  // namespace
+
+std::string StateFlags::default_state_dir() {
+  std::string run_dir = environment("ERNIC_RUN_DIR");
+  return run_dir.empty() ? "/run/ernicctl" : run_dir;
+}
+
+fs::path state_file(const StateFlags& flags) {
+  return fs::path(flags.state_dir) / "up.json";
+}
+
+fs::path manifest_file(const StateFlags& flags) {
+  return fs::path(flags.state_dir) / "instances.json";
+}
+
+fs::path instance_log_dir(const StateFlags& flags, const std::string& log_dir) {
+  if (!log_dir.empty()) {
+    return log_dir;
+  }
+  std::string from_environment = environment("ERNIC_LOG_DIR");
+  return from_environment.empty() ? fs::path(flags.state_dir) / "logs" : fs::path(from_environment);
+}
+
+void write_atomically(const fs::path& path, const json& content) {
+  fs::create_directories(path.parent_path());
+  fs::path temporary = path;
+  temporary += ".tmp";
+  {
+    std::ofstream out(temporary);
+    out << content.dump(2) << "\n";
+    if (!out) {
+      throw std::runtime_error("cannot write " + temporary.string());
+    }
+  }
+  fs::rename(temporary, path);
+}
+
+std::optional<json> read_state(const StateFlags& flags) {
+  std::ifstream in(state_file(flags));
+  if (!in) {
+    return std::nullopt;
+  }
+  try {
+    return json::parse(in);
+  } catch (const json::exception& e) {
+    throw std::runtime_error(
+        fmt::format("{} is not valid JSON ({}): remove it or run ernicctl down",
+                    state_file(flags).string(), e.what()));
+  }
+}
+
+std::optional<json> read_state_or_say(const StateFlags& flags) {
+  auto state = read_state(flags);
+  if (!state) {
+    std::cerr << fmt::format("nothing is up ({} does not exist)\n", state_file(flags).string());
+  }
+  return state;
+}
+
+InstanceLinks link_instance_files(const json& instances, const fs::path& state_dir,
+                                  const fs::path& log_dir) {
+  InstanceLinks result;
+  for (const auto& instance : instances) {
+    std::string id = std::to_string(instance.at("id").get<int>());
+    for (const auto& [key, link] : {std::pair{"stats", state_dir / (id + ".stats")},
+                                    std::pair{"log", log_dir / (id + ".log")}}) {
+      if (!instance.contains(key)) {
+        continue;
+      }
+      try {
+        fs::create_directories(link.parent_path());
+        replace_link(fs::absolute(instance[key].get<std::string>()), link);
+        result.links.push_back(fs::absolute(link).string());
+      } catch (const std::exception& e) {
+        result.problems.push_back(fmt::format("cannot link {}: {}", link.string(), e.what()));
+      }
+    }
+  }
+  return result;
+}
+
+void remove_instance_files(const json& state) {
+  std::error_code ignored;
+  for (const auto& link : state.value("instance_files", json::array())) {
+    fs::remove(link.get<std::string>(), ignored);
+  }
+  if (state.value("log_dir_created", false)) {
+    fs::remove(state["log_dir"].get<std::string>(), ignored);  // only when now empty
+  }
+}
+
+void add_state_option(CLI::App* command, StateFlags& flags) {
+  command
+      ->add_option("--state-dir", flags.state_dir,
+                   "Where up.json and instances.json live (default $ERNIC_RUN_DIR, else "
+                   "/run/ernicctl)")
+      ->capture_default_str();
+}
+
+void run_guarded(CommandContext& context, const std::function<int()>& body) {
+  try {
+    context.exit_code = body();
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    context.exit_code = kExitFailed;
+  }
+}
+
+}  // namespace ernic

@@ -1,0 +1,140 @@
+// The files `ernicctl up` leaves where rocm-ernic's helper looks, and `down` removing them.
+#include "commands/bringup/bringup_state.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+namespace ernic {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string read(const fs::path& file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Sets (or, with nullptr, unsets) an environment variable for one test, then restores it.
+class ScopedEnvironment {
+ public:
+  ScopedEnvironment(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) {
+      old_ = old;
+    }
+    value ? ::setenv(name, value, 1) : ::unsetenv(name);
+  }
+  ~ScopedEnvironment() { old_ ? ::setenv(name_, old_->c_str(), 1) : ::unsetenv(name_); }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+fs::path fresh_dir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / fmt::format("ernic-{}-{}", name, ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+TEST_CASE("instance logs go to --log-dir, else $ERNIC_LOG_DIR, else STATE_DIR/logs", "[bringup]") {
+  StateFlags flags;
+  flags.state_dir = "/srv/state";
+  {
+    ScopedEnvironment unset("ERNIC_LOG_DIR", nullptr);
+    CHECK(instance_log_dir(flags, "") == fs::path("/srv/state/logs"));
+    CHECK(instance_log_dir(flags, "/given") == fs::path("/given"));
+  }
+  {
+    ScopedEnvironment empty("ERNIC_LOG_DIR", "");
+    CHECK(instance_log_dir(flags, "") == fs::path("/srv/state/logs"));
+  }
+  ScopedEnvironment set("ERNIC_LOG_DIR", "/var/log/rocm-ernic");
+  CHECK(instance_log_dir(flags, "") == fs::path("/var/log/rocm-ernic"));
+  CHECK(instance_log_dir(flags, "/given") == fs::path("/given"));
+}
+
+TEST_CASE("each instance's live stats and log are linked as ID.stats and ID.log, and removed",
+          "[bringup]") {
+  fs::path dir = fresh_dir("bringup-links");
+  fs::path sockets = dir / "sockets";
+  fs::create_directories(sockets);
+  std::ofstream(sockets / "instance1.stats") << "mesh_peers : 1\n";
+  std::ofstream(sockets / "instance1.log") << "manager: device realized\n";
+  std::ofstream(sockets / "instance2.stats") << "mesh_peers : 1\nqps : 0\n";
+  std::ofstream(sockets / "instance2.log") << "worker: joined\n";
+  json instances = json::array();
+  for (int id : {1, 2}) {
+    instances.push_back({{"id", id},
+                         {"stats", (sockets / fmt::format("instance{}.stats", id)).string()},
+                         {"log", (sockets / fmt::format("instance{}.log", id)).string()}});
+  }
+  fs::path state_dir = dir / "state";
+  fs::path log_dir = state_dir / "logs";
+  fs::create_directories(state_dir);
+  std::ofstream(state_dir / "1.stats") << "stale, from a killed up\n";
+
+  InstanceLinks linked = link_instance_files(instances, state_dir, log_dir);
+  CHECK(linked.problems.empty());
+  CHECK(linked.links.size() == 4);
+  CHECK(read(state_dir / "1.stats") == "mesh_peers : 1\n");
+  CHECK(read(state_dir / "2.stats") == "mesh_peers : 1\nqps : 0\n");
+  CHECK(read(log_dir / "1.log") == "manager: device realized\n");
+  CHECK(read(log_dir / "2.log") == "worker: joined\n");
+  // Live: what the instance writes later is what the helper reads.
+  std::ofstream(sockets / "instance1.stats") << "mesh_peers : 1\nqps : 3\n";
+  CHECK(read(state_dir / "1.stats") == "mesh_peers : 1\nqps : 3\n");
+
+  json state = {
+      {"instance_files", linked.links}, {"log_dir", log_dir.string()}, {"log_dir_created", true}};
+  remove_instance_files(state);
+  CHECK_FALSE(fs::exists(fs::symlink_status(state_dir / "1.stats")));
+  CHECK_FALSE(fs::exists(fs::symlink_status(state_dir / "2.stats")));
+  CHECK_FALSE(fs::exists(log_dir));
+  // The live files belong to the instances: only the links go.
+  CHECK(fs::exists(sockets / "instance1.stats"));
+  CHECK(fs::exists(sockets / "instance1.log"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a log folder `up` did not create is kept by down, and a missing file is reported",
+          "[bringup]") {
+  fs::path dir = fresh_dir("bringup-keep");
+  fs::path log_dir = dir / "existing-logs";
+  fs::create_directories(log_dir);
+  std::ofstream(dir / "instance1.log") << "log\n";
+  json instances = json::array({{{"id", 1}, {"log", (dir / "instance1.log").string()}}});
+  fs::create_directories(dir / "state-is-a-file-parent");
+  std::ofstream(dir / "state-is-a-file-parent" / "state") << "not a folder";
+  InstanceLinks linked =
+      link_instance_files(instances, dir / "state-is-a-file-parent" / "state", log_dir);
+  CHECK(linked.links.size() == 1);  // no stats file named: only the log is linked
+  CHECK(linked.problems.empty());
+
+  json with_stats = json::array({{{"id", 1}, {"stats", (dir / "instance1.stats").string()}}});
+  InstanceLinks failed =
+      link_instance_files(with_stats, dir / "state-is-a-file-parent" / "state", log_dir);
+  CHECK(failed.links.empty());
+  REQUIRE(failed.problems.size() == 1);
+  CHECK_THAT(failed.problems[0], Catch::Contains("cannot link") && Catch::Contains("1.stats"));
+
+  remove_instance_files({{"instance_files", linked.links},
+                         {"log_dir", log_dir.string()},
+                         {"log_dir_created", false}});
+  CHECK_FALSE(fs::exists(fs::symlink_status(log_dir / "1.log")));
+  CHECK(fs::exists(log_dir));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ernic

@@ -1,0 +1,126 @@
+// `ernicctl logs N` and `ernicctl stats N [--summary]`: one emulator instance's log and its
+// statistics file, as rocm-ernic's helper prints them.
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "commands/bringup/bringup_state.h"
+#include "common/units.h"
+
+namespace ernic {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::optional<json> instance_of(const StateFlags& flags, int id) {
+  auto state = read_state_or_say(flags);
+  if (!state) {
+    return std::nullopt;
+  }
+  for (const auto& instance : (*state)["instances"]) {
+    if (instance["id"] == id) {
+      return instance;
+    }
+  }
+  std::cerr << fmt::format("no instance {}: the run has {}\n", id, (*state)["instances"].size());
+  return std::nullopt;
+}
+
+int logs(const StateFlags& flags, int id, int lines) {
+  auto instance = instance_of(flags, id);
+  if (!instance) {
+    return kExitBadInput;
+  }
+  std::ifstream in((*instance)["log"].get<std::string>());
+  if (!in) {
+    std::cerr << fmt::format("cannot read {}\n", (*instance)["log"].get<std::string>());
+    return kExitFailed;
+  }
+  std::vector<std::string> kept;
+  for (std::string line; std::getline(in, line);) {
+    kept.push_back(line);
+  }
+  std::size_t first = lines > 0 && kept.size() > static_cast<std::size_t>(lines)
+                          ? kept.size() - static_cast<std::size_t>(lines)
+                          : 0;
+  for (std::size_t i = first; i < kept.size(); ++i) {
+    std::cout << kept[i] << "\n";
+  }
+  return kExitOk;
+}
+
+// The stats file has `key : value` lines, rewritten every second by the instance.
+std::map<std::string, std::string> read_stats(const fs::path& file) {
+  std::map<std::string, std::string> values;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    auto colon = line.find(" : ");
+    if (colon != std::string::npos) {
+      values[line.substr(0, colon)] = line.substr(colon + 3);
+    }
+  }
+  return values;
+}
+
+int stats(const StateFlags& flags, int id, bool summary) {
+  auto instance = instance_of(flags, id);
+  if (!instance) {
+    return kExitBadInput;
+  }
+  fs::path file = (*instance)["stats"].get<std::string>();
+  auto values = read_stats(file);
+  if (values.empty()) {
+    std::cerr << fmt::format("no statistics in {} yet\n", file.string());
+    return kExitFailed;
+  }
+  if (!summary) {
+    for (const auto& [key, value] : values) {
+      fmt::print("{} : {}\n", key, value);
+    }
+    return kExitOk;
+  }
+  auto bytes = [&](const char* key) {
+    return values.contains(key) ? format_size(std::strtoull(values[key].c_str(), nullptr, 10))
+                                : std::string("?");
+  };
+  auto value = [&](const char* key) {
+    return values.contains(key) ? values[key] : std::string("?");
+  };
+  fmt::print("instance {} ({}): sent {}, received {}, completions {}, errors {}, qps {}\n", id,
+             (*instance)["role"].get<std::string>(), bytes("bytes_sent"), bytes("bytes_received"),
+             value("completions"), value("errors"), value("qps"));
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_logs_and_stats_commands(CLI::App& app, CommandContext& context) {
+  auto logs_flags = std::make_shared<StateFlags>();
+  auto logs_id = std::make_shared<int>(1);
+  auto lines = std::make_shared<int>(0);
+  CLI::App* logs_command = app.add_subcommand("logs", "Print an emulator instance's log");
+  logs_command->add_option("instance", *logs_id, "Instance number (1 = the manager)")
+      ->capture_default_str();
+  logs_command->add_option("-n,--lines", *lines, "Only the last N lines");
+  add_state_option(logs_command, *logs_flags);
+  logs_command->callback([logs_flags, logs_id, lines, &context] {
+    run_guarded(context, [&] { return logs(*logs_flags, *logs_id, *lines); });
+  });
+
+  auto stats_flags = std::make_shared<StateFlags>();
+  auto stats_id = std::make_shared<int>(1);
+  auto summary = std::make_shared<bool>(false);
+  CLI::App* stats_command = app.add_subcommand("stats", "Print an emulator instance's statistics");
+  stats_command->add_option("instance", *stats_id, "Instance number (1 = the manager)")
+      ->capture_default_str();
+  stats_command->add_flag("--summary", *summary, "One line: bytes, completions, errors, QPs");
+  add_state_option(stats_command, *stats_flags);
+  stats_command->callback([stats_flags, stats_id, summary, &context] {
+    run_guarded(context, [&] { return stats(*stats_flags, *stats_id, *summary); });
+  });
+}
+
+}  // namespace ernic

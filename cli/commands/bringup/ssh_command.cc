@@ -1,0 +1,93 @@
+// `ernicctl ssh HOST [-- COMMAND]`: a shell (or one command) on a host `up` started: a guest
+// over ssh with its image's key and host keys, a namespace host by entering the namespace.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+
+#include "commands/bringup/bringup_state.h"
+
+namespace ernic {
+namespace {
+using nlohmann::json;
+
+// The command line that logs in to `host`; empty when it is nothing to log in to.
+std::vector<std::string> login_command(const json& host) {
+  const json& facts = host["facts"];
+  if (facts.contains("netns")) {
+    return {"ip", "netns", "exec", facts["netns"].get<std::string>()};
+  }
+  if (facts.contains("ssh_key")) {
+    return {"ssh",
+            "-i",
+            facts["ssh_key"].get<std::string>(),
+            "-o",
+            "UserKnownHostsFile=" + facts["ssh_known_hosts"].get<std::string>(),
+            "-o",
+            "GlobalKnownHostsFile=/dev/null",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-l",
+            facts["ssh_user"].get<std::string>(),
+            host["address"].get<std::string>()};
+  }
+  return {};
+}
+
+int ssh(const StateFlags& flags, const std::string& name, const std::vector<std::string>& command) {
+  auto state = read_state_or_say(flags);
+  if (!state) {
+    return kExitBadInput;
+  }
+  for (const auto& host : (*state)["hosts"]) {
+    if (host["name"] != name) {
+      continue;
+    }
+    std::vector<std::string> argv = login_command(host);
+    if (argv.empty()) {
+      std::cerr << fmt::format("{} is a {} host: nothing to log in to\n", name,
+                               host["provider"].get<std::string>());
+      return kExitBadInput;
+    }
+    if (argv.front() == "ip" && command.empty()) {
+      const char* shell = std::getenv("SHELL");
+      argv.push_back(shell != nullptr && *shell != '\0' ? shell : "/bin/sh");
+    }
+    argv.insert(argv.end(), command.begin(), command.end());
+    std::vector<char*> raw;
+    for (auto& word : argv) {
+      raw.push_back(word.data());
+    }
+    raw.push_back(nullptr);
+    std::cout.flush();
+    ::execvp(raw[0], raw.data());
+    std::cerr << fmt::format("cannot run {}: {}\n", argv[0], std::strerror(errno));
+    return kExitFailed;
+  }
+  std::cerr << fmt::format("no host {} in run {}\n", name,
+                           (*state)["run_token"].get<std::string>());
+  return kExitBadInput;
+}
+
+}  // namespace
+
+void register_ssh_command(CLI::App& app, CommandContext& context) {
+  auto flags = std::make_shared<StateFlags>();
+  auto host_name = std::make_shared<std::string>();
+  auto command = std::make_shared<std::vector<std::string>>();
+  CLI::App* ssh_command = app.add_subcommand(
+      "ssh",
+      "Open a shell on a host `up` started (guests: ssh with the image's key and host "
+      "keys; namespaces: a shell inside)");
+  ssh_command->add_option("host", *host_name, "Host name from the scenario")->required();
+  ssh_command->add_option("command", *command, "A command to run instead of a shell (after --)");
+  add_state_option(ssh_command, *flags);
+  ssh_command->callback([flags, host_name, command, &context] {
+    run_guarded(context, [&] { return ssh(*flags, *host_name, *command); });
+  });
+}
+
+}  // namespace ernic

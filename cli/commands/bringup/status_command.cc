@@ -1,0 +1,108 @@
+// `ernicctl status`: what `up` left and whether it still runs. Each host's provider judges its
+// own hosts (a namespace still there, a domain still active); instances are judged by their
+// process and socket.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "commands/bringup/bringup_state.h"
+#include "hosts/provider.h"
+#include "platform/platform.h"
+#include "run/leftovers.h"
+
+namespace ernic {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string host_condition(const json& host, const Platform& platform) {
+  const HostProvider* provider = platform.provider(host["provider"].get<std::string>());
+  if (provider == nullptr) {
+    return "unknown";
+  }
+  return provider->host_condition(
+      host.value("facts", json::object()).get<std::map<std::string, std::string>>());
+}
+
+json current_status(const json& state, const Platform& platform) {
+  json report = {{"name", state["name"]},
+                 {"run_token", state["run_token"]},
+                 {"run_dir", state["run_dir"]},
+                 {"hosts", json::array()},
+                 {"instances", json::array()}};
+  bool all_up = true;
+  for (const auto& host : state["hosts"]) {
+    std::string condition = host_condition(host, platform);
+    all_up = all_up && condition != "gone" && condition != "stopped";
+    report["hosts"].push_back({{"name", host["name"]},
+                               {"provider", host["provider"]},
+                               {"address", host["address"]},
+                               {"state", condition}});
+  }
+  for (const auto& instance : state["instances"]) {
+    bool running = process_running(instance["pid"].get<pid_t>());
+    bool socket = fs::exists(instance["socket"].get<std::string>());
+    std::string condition = running && socket ? "up" : running ? "no socket" : "gone";
+    all_up = all_up && condition == "up";
+    report["instances"].push_back({{"id", instance["id"]},
+                                   {"role", instance["role"]},
+                                   {"pid", instance["pid"]},
+                                   {"socket", instance["socket"]},
+                                   {"state", condition}});
+  }
+  report["up"] = all_up;
+  return report;
+}
+
+void print_status(const json& report) {
+  fmt::print("{} (run {}): {}\n", report["name"].get<std::string>(),
+             report["run_token"].get<std::string>(),
+             report["up"].get<bool>() ? "up" : "partly down");
+  for (const auto& host : report["hosts"]) {
+    fmt::print("  host {:<10} {:<9} {:<16} {}\n", host["name"].get<std::string>(),
+               host["provider"].get<std::string>(), host["address"].get<std::string>(),
+               host["state"].get<std::string>());
+  }
+  for (const auto& instance : report["instances"]) {
+    fmt::print("  instance {} {:<8} pid {:<8} {}\n", instance["id"].get<int>(),
+               instance["role"].get<std::string>(), instance["pid"].get<long>(),
+               instance["state"].get<std::string>());
+  }
+}
+
+int status(const StateFlags& flags, bool as_json, const Platform& platform) {
+  auto state = read_state(flags);
+  if (!state) {
+    if (as_json) {
+      std::cout << json{{"up", false}, {"hosts", json::array()}, {"instances", json::array()}}
+                << "\n";
+    } else {
+      std::cerr << fmt::format("nothing is up ({} does not exist): ernicctl up SCENARIO\n",
+                               state_file(flags).string());
+    }
+    return kExitBadInput;
+  }
+  json report = current_status(*state, platform);
+  if (as_json) {
+    std::cout << report.dump(2) << "\n";
+  } else {
+    print_status(report);
+  }
+  return report["up"].get<bool>() ? kExitOk : kExitFailed;
+}
+
+}  // namespace
+
+void register_status_command(CLI::App& app, CommandContext& context) {
+  auto flags = std::make_shared<StateFlags>();
+  auto as_json = std::make_shared<bool>(false);
+  CLI::App* command = app.add_subcommand(
+      "status", "What `ernicctl up` left running and whether it still runs (exit 0 when all)");
+  command->add_flag("--json", *as_json, "Print JSON");
+  add_state_option(command, *flags);
+  command->callback([flags, as_json, &context] {
+    run_guarded(context, [&] { return status(*flags, *as_json, *context.platform); });
+  });
+}
+
+}  // namespace ernic

@@ -1,0 +1,155 @@
+// `ernicctl up`: `run` without points. The executor brings up instances and hosts, applies
+// setup, and leaves everything running instead of tearing it down; what exists is written to
+// the state directory (bringup_state.h).
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "commands/bringup/bringup_state.h"
+#include "commands/commands.h"
+#include "common/interrupt.h"
+#include "plan/plan.h"
+#include "platform/platform.h"
+
+namespace ernic {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct UpFlags : StateFlags {
+  std::string scenario;
+  std::vector<std::string> sets;
+  std::string runs_dir = "runs";
+  std::string log_dir;  // empty: $ERNIC_LOG_DIR, else STATE_DIR/logs
+};
+
+// The harness's manifest: instances[].id and instances[].vm.{vm_name,ssh_port,ssh_user} are what
+// their playbooks read.
+json harness_manifest(const Scenario& scenario, const RunResult& result) {
+  json manifest =
+      result.instances.is_null() ? json{{"instances", json::array()}} : result.instances;
+  for (auto& instance : manifest["instances"]) {
+    for (const auto& spec : scenario.hosts) {
+      if (!spec.config["instance"] || spec.config["instance"].as<int>() != instance["id"]) {
+        continue;
+      }
+      json vm = {
+          {"vm_name", spec.name}, {"ssh_port", 22}, {"ssh_user", "root"}, {"attached", true}};
+      for (const auto& host : result.hosts) {
+        if (host.name != spec.name) {
+          continue;
+        }
+        vm["address"] = host.address;
+        if (auto it = host.facts.find("domain"); it != host.facts.end()) {
+          vm["vm_name"] = it->second;
+        }
+        if (auto it = host.facts.find("ssh_user"); it != host.facts.end()) {
+          vm["ssh_user"] = it->second;
+        }
+      }
+      instance["vm"] = vm;
+    }
+  }
+  return manifest;
+}
+
+// up.json: what status, logs, stats, ssh and down read back.
+json up_state(const Scenario& scenario, const RunResult& result, const json& manifest) {
+  json hosts = json::array();
+  for (const auto& host : result.hosts) {
+    hosts.push_back({{"name", host.name},
+                     {"provider", host.provider},
+                     {"address", host.address},
+                     {"facts", host.facts}});
+  }
+  return {{"scenario", fs::absolute(scenario.file).string()},
+          {"name", scenario.name},
+          {"run_token", result.run_token},
+          {"run_dir", fs::absolute(result.run_dir).string()},
+          {"hosts", hosts},
+          {"instances", manifest["instances"]}};
+}
+
+void print_up(const Scenario& scenario, const RunResult& result, const json& state,
+              const StateFlags& flags) {
+  fmt::print("\n{} is up (run {}):\n", scenario.name, result.run_token);
+  for (const auto& host : result.hosts) {
+    fmt::print("  host {:<10} {:<9} {}\n", host.name, host.provider, host.address);
+  }
+  for (const auto& instance : state["instances"]) {
+    fmt::print("  instance {} {:<8} pid {}  {}\n", instance["id"].get<int>(),
+               instance["role"].get<std::string>(), instance["pid"].get<long>(),
+               instance["socket"].get<std::string>());
+  }
+  if (!state["instances"].empty()) {
+    fmt::print("  stats in {}/ID.stats, logs in {}/ID.log\n", flags.state_dir,
+               state["log_dir"].get<std::string>());
+  }
+  fmt::print("state: {}\n`ernicctl status`, `ernicctl ssh HOST`, `ernicctl down` when done\n",
+             state_file(flags).string());
+}
+
+int up(const UpFlags& flags, const Platform& platform) {
+  Interrupt::install();
+  if (auto state = read_state(flags)) {
+    std::cerr << fmt::format("{} says scenario {} is up (run {}); run `ernicctl down` first\n",
+                             state_file(flags).string(), (*state)["scenario"].get<std::string>(),
+                             (*state)["run_token"].get<std::string>());
+    return kExitBadInput;
+  }
+  auto scenario = load_or_report(platform, flags.scenario, flags.sets);
+  if (!scenario) {
+    return kExitBadInput;
+  }
+  Plan plan = make_plan(*scenario, platform);
+  RunOptions options;
+  options.runs_dir = flags.runs_dir;
+  options.bring_up_only = true;
+  std::optional<RunResult> executed = execute_plan(plan, platform, options, false);
+  if (!executed) {
+    return kExitBadInput;
+  }
+  const RunResult& result = *executed;
+  if (!result.left_running) {
+    std::cerr << fmt::format("up failed: {}; everything was torn down (logs: {})\n",
+                             result.fatal_error.empty() ? "see the step logs" : result.fatal_error,
+                             result.run_dir.string());
+    return result.status == RunStatus::kIncomplete ? kExitInterrupted : kExitFailed;
+  }
+  json manifest = harness_manifest(*scenario, result);
+  json state = up_state(*scenario, result, manifest);
+  fs::path log_dir = fs::absolute(instance_log_dir(flags, flags.log_dir));
+  state["log_dir"] = log_dir.string();
+  state["log_dir_created"] = !fs::exists(log_dir);
+  InstanceLinks linked = link_instance_files(manifest["instances"], flags.state_dir, log_dir);
+  state["instance_files"] = linked.links;
+  for (const auto& problem : linked.problems) {
+    std::cerr << "warning: " << problem << "\n";
+  }
+  write_atomically(manifest_file(flags), manifest);
+  write_atomically(state_file(flags), state);
+  print_up(*scenario, result, state, flags);
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_up_command(CLI::App& app, CommandContext& context) {
+  auto flags = std::make_shared<UpFlags>();
+  CLI::App* command = app.add_subcommand(
+      "up", "Start a scenario's instances and hosts, apply setup, and leave them running");
+  command->add_option("scenario", flags->scenario, "Scenario YAML file")
+      ->required()
+      ->check(CLI::ExistingFile);
+  command->add_option("--set", flags->sets, "Override a key as `run --set` does");
+  command->add_option("--runs-dir", flags->runs_dir, "Where the run directory goes")
+      ->capture_default_str();
+  command->add_option("--log-dir", flags->log_dir,
+                      "Where each instance's log is linked as ID.log (default $ERNIC_LOG_DIR, "
+                      "else STATE_DIR/logs)");
+  add_state_option(command, *flags);
+  command->callback(
+      [flags, &context] { run_guarded(context, [&] { return up(*flags, *context.platform); }); });
+}
+
+}  // namespace ernic

@@ -1,0 +1,319 @@
+// A libvirt guest's configuration: the host entry's and the scenario's `libvirt:` keys, their
+// schemas, and the guests' addresses.
+#include "hosts/libvirt_config.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+
+#include <regex>
+#include <set>
+#include <stdexcept>
+
+#include "common/units.h"
+
+namespace ernic {
+namespace fs = std::filesystem;
+namespace {
+
+std::string node_text(const YAML::Node& node) {
+  return node.IsScalar() ? node.Scalar() : std::string();
+}
+
+std::chrono::seconds seconds_from(const YAML::Node& node, const std::string& what) {
+  auto parsed = parse_duration(node_text(node));
+  if (!parsed || *parsed <= std::chrono::nanoseconds::zero()) {
+    throw std::runtime_error(fmt::format("{}: expected a duration such as 90s", what));
+  }
+  return std::max(std::chrono::seconds(1),
+                  std::chrono::duration_cast<std::chrono::seconds>(*parsed));
+}
+
+std::string ipv4_text(std::uint32_t host_order) {
+  in_addr address{htonl(host_order)};
+  char text[INET_ADDRSTRLEN];
+  ::inet_ntop(AF_INET, &address, text, sizeof text);
+  return text;
+}
+
+bool in_subnet(const std::string& address, const Subnet& subnet) {
+  in_addr parsed{};
+  if (::inet_pton(AF_INET, address.c_str(), &parsed) != 1) {
+    return false;
+  }
+  std::uint32_t mask = ~std::uint32_t{0} << (32 - subnet.prefix);
+  return (ntohl(parsed.s_addr) & mask) == subnet.network;
+}
+
+FieldSchema field(std::string name, ValueKind kind, std::string description,
+                  std::string default_text = {}) {
+  FieldSchema result;
+  result.name = std::move(name);
+  result.kind = kind;
+  result.description = std::move(description);
+  result.default_text = std::move(default_text);
+  return result;
+}
+
+FieldSchema object_field(std::string name, std::string description,
+                         std::shared_ptr<const ObjectSchema> object) {
+  FieldSchema result = field(std::move(name), ValueKind::kObject, std::move(description));
+  result.object = std::move(object);
+  return result;
+}
+
+FieldSchema enum_field(std::string name, std::string description, std::vector<std::string> values,
+                       std::string default_text) {
+  FieldSchema result =
+      field(std::move(name), ValueKind::kEnum, std::move(description), std::move(default_text));
+  result.enum_values = std::move(values);
+  return result;
+}
+
+}  // namespace
+
+bool image_is_recipe(const std::string& image) {
+  return image.size() > 5 && image.substr(image.size() - 5) == ".yaml";
+}
+
+Subnet parse_subnet(const std::string& text) {
+  static const std::regex kCidr{R"((\d+\.\d+\.\d+\.\d+)/(\d+))"};
+  std::smatch match;
+  in_addr address{};
+  if (!std::regex_match(text, match, kCidr) ||
+      ::inet_pton(AF_INET, match[1].str().c_str(), &address) != 1) {
+    throw std::runtime_error(
+        fmt::format("libvirt.network.subnet: '{}' is not a subnet such as "
+                    "192.168.77.0/24",
+                    text));
+  }
+  int prefix = std::stoi(match[2].str());
+  if (prefix < 8 || prefix > 28) {
+    throw std::runtime_error(
+        fmt::format("libvirt.network.subnet: prefix /{} must be between /8 and /28", prefix));
+  }
+  std::uint32_t mask = prefix == 0 ? 0 : ~std::uint32_t{0} << (32 - prefix);
+  return {ntohl(address.s_addr) & mask, prefix};
+}
+
+std::string subnet_address(const Subnet& subnet, std::uint32_t offset) {
+  return ipv4_text(subnet.network + offset);
+}
+
+LibvirtGuestConfig parse_libvirt_guest(const HostSpec& host, const fs::path& base_dir) {
+  LibvirtGuestConfig config;
+  config.name = host.name;
+  config.address = host.address;
+  const YAML::Node section = host.config["libvirt"];
+  auto where = [&](const std::string& key) {
+    return fmt::format("hosts.{}.libvirt.{}", host.name, key);
+  };
+  if (section && !section.IsMap()) {
+    throw std::runtime_error(fmt::format("hosts.{}.libvirt: expected a mapping", host.name));
+  }
+  static const std::set<std::string> kKeys{
+      "uri",         "image",       "qcow2", "vcpus",           "memory",
+      "kernel_boot", "accelerator", "login", "emulator_socket", "timeouts"};
+  if (section) {
+    for (const auto& entry : section) {
+      std::string key = entry.first.as<std::string>();
+      if (kKeys.count(key) == 0) {
+        throw std::runtime_error(fmt::format("{}: unknown key", where(key)));
+      }
+    }
+    if (section["uri"])
+      config.uri = node_text(section["uri"]);
+    if (section["image"])
+      config.image = node_text(section["image"]);
+    if (section["qcow2"])
+      config.qcow2 = node_text(section["qcow2"]);
+    if (section["vcpus"]) {
+      try {
+        config.vcpus = std::stoi(node_text(section["vcpus"]));
+      } catch (const std::exception&) {
+        config.vcpus = 0;
+      }
+      if (config.vcpus < 1 || config.vcpus > 64) {
+        throw std::runtime_error(fmt::format("{}: expected 1 to 64", where("vcpus")));
+      }
+    }
+    if (section["memory"]) {
+      auto size = parse_size(node_text(section["memory"]));
+      if (!size || *size < (128ULL << 20)) {
+        throw std::runtime_error(
+            fmt::format("{}: expected a size of at least 128MiB such as 1GiB", where("memory")));
+      }
+      config.memory_mib = *size >> 20;
+    }
+    if (section["kernel_boot"]) {
+      std::string text = node_text(section["kernel_boot"]);
+      if (text != "true" && text != "false") {
+        throw std::runtime_error(fmt::format("{}: expected true or false", where("kernel_boot")));
+      }
+      config.kernel_boot = text == "true";
+    }
+    if (section["accelerator"]) {
+      config.accelerator = node_text(section["accelerator"]);
+      if (config.accelerator != "auto" && config.accelerator != "kvm" &&
+          config.accelerator != "tcg") {
+        throw std::runtime_error(
+            fmt::format("{}: expected auto, kvm or tcg", where("accelerator")));
+      }
+    }
+    if (section["login"]) {
+      config.login = node_text(section["login"]);
+      if (config.login != "root" && config.login != "user") {
+        throw std::runtime_error(fmt::format("{}: expected root or user", where("login")));
+      }
+    }
+    if (section["emulator_socket"])
+      config.emulator_socket = node_text(section["emulator_socket"]);
+    if (const auto timeouts = section["timeouts"]) {
+      for (const auto& entry : timeouts) {
+        std::string key = entry.first.as<std::string>();
+        auto value = seconds_from(entry.second, where("timeouts." + key));
+        if (key == "running")
+          config.timeouts.running = value;
+        else if (key == "address")
+          config.timeouts.address = value;
+        else if (key == "ssh")
+          config.timeouts.ssh = value;
+        else if (key == "host_key")
+          config.timeouts.host_key = value;
+        else
+          throw std::runtime_error(fmt::format(
+              "{}: unknown stage (running, address, ssh, host_key)", where("timeouts." + key)));
+      }
+    }
+  }
+  if (config.image.empty()) {
+    throw std::runtime_error(
+        fmt::format("{}: an image recipe or manifest is required", where("image")));
+  }
+  fs::path image(config.image);
+  if (image.is_relative()) {
+    config.image = (base_dir / image).lexically_normal().string();
+  }
+  return config;
+}
+
+LibvirtRunConfig parse_libvirt_run(const YAML::Node& scenario) {
+  LibvirtRunConfig config;
+  const YAML::Node section = scenario ? scenario["libvirt"] : YAML::Node();
+  if (!section) {
+    return config;
+  }
+  if (const auto network = section["network"]) {
+    if (network["subnet"])
+      config.subnet = node_text(network["subnet"]);
+    if (network["bridge"])
+      config.bridge = node_text(network["bridge"]);
+    if (network["dhcp"])
+      config.dhcp = node_text(network["dhcp"]) == "true";
+  }
+  if (section["image_cache"])
+    config.image_cache = node_text(section["image_cache"]);
+  if (section["pool_dir"])
+    config.pool_dir = node_text(section["pool_dir"]);
+  parse_subnet(config.subnet);  // throws with the reason
+  return config;
+}
+
+std::vector<std::string> assign_guest_addresses(const std::vector<std::string>& requested,
+                                                const std::string& subnet_text) {
+  Subnet subnet = parse_subnet(subnet_text);
+  std::uint32_t size = std::uint32_t{1} << (32 - subnet.prefix);
+  std::set<std::string> taken(requested.begin(), requested.end());
+  std::vector<std::string> assigned;
+  std::uint32_t next = 10;
+  for (const auto& address : requested) {
+    if (!address.empty()) {
+      if (!in_subnet(address, subnet)) {
+        throw std::runtime_error(
+            fmt::format("address {} is outside the guests' subnet {}", address, subnet_text));
+      }
+      assigned.push_back(address);
+      continue;
+    }
+    std::string candidate;
+    do {
+      if (next >= size - 1) {
+        throw std::runtime_error(
+            fmt::format("subnet {} has no room for {} guests", subnet_text, requested.size()));
+      }
+      candidate = ipv4_text(subnet.network + next++);
+    } while (taken.count(candidate) != 0);
+    taken.insert(candidate);
+    assigned.push_back(candidate);
+  }
+  return assigned;
+}
+
+const ObjectSchema& libvirt_host_schema() {
+  static const ObjectSchema schema = [] {
+    auto timeouts = std::make_shared<ObjectSchema>();
+    timeouts->description = "Per-stage readiness timeouts, each counted from the stage before";
+    timeouts->fields = {
+        field("running", ValueKind::kDuration, "Until libvirt reports the domain running", "60s"),
+        field("address", ValueKind::kDuration, "Until the guest's address is known (DHCP lease)",
+              "120s"),
+        field("ssh", ValueKind::kDuration, "Until sshd answers with its banner", "600s"),
+        field("host_key", ValueKind::kDuration, "Until the host key is verified and login works",
+              "120s"),
+    };
+    auto libvirt = std::make_shared<ObjectSchema>();
+    libvirt->description = "How the guest is booted";
+    FieldSchema vcpus = field("vcpus", ValueKind::kInteger, "Virtual CPUs", "1");
+    vcpus.minimum = 1;
+    vcpus.maximum = 64;
+    libvirt->fields = {
+        field("uri", ValueKind::kString,
+              "libvirt connection URI (qemu:///system, qemu+ssh://host/system)", "qemu:///system"),
+        field("image", ValueKind::kString,
+              "Image recipe (.yaml, built and cached) or manifest (.json: ernicctl's or "
+              "rocm-ernic's vm-info.json)",
+              "images/debian12-rdma.yaml"),
+        field("qcow2", ValueKind::kString, "Base disk, overriding the manifest's"),
+        vcpus,
+        field("memory", ValueKind::kSize, "Guest memory", "1GiB"),
+        field("kernel_boot", ValueKind::kBoolean, "Boot the image's kernel directly", "true"),
+        enum_field("accelerator", "auto: KVM only when the CPU has vmx/svm", {"auto", "kvm", "tcg"},
+                   "auto"),
+        enum_field("login", "Log in as root (when the image allows) or as the image's user",
+                   {"root", "user"}, "root"),
+        field("emulator_socket", ValueKind::kString, "vfio-user socket of an emulator instance"),
+        object_field("timeouts", "Readiness stage timeouts", timeouts),
+    };
+    ObjectSchema host;
+    host.description = "A libvirt guest";
+    host.fields = {object_field("libvirt", "Guest settings", libvirt)};
+    return host;
+  }();
+  return schema;
+}
+
+const ObjectSchema& libvirt_run_schema() {
+  static const ObjectSchema schema = [] {
+    auto network = std::make_shared<ObjectSchema>();
+    network->description = "The guests' network";
+    network->fields = {
+        field("subnet", ValueKind::kCidr, "Subnet of the isolated network ernicctl creates",
+              "192.168.77.0/24"),
+        field("bridge", ValueKind::kString, "Use this existing host bridge instead"),
+        field("dhcp", ValueKind::kBoolean, "Guests take DHCP leases instead of static addresses",
+              "false"),
+    };
+    ObjectSchema run;
+    run.description = "Settings shared by the libvirt guests of a scenario";
+    run.fields = {
+        object_field("network", "Guest network", network),
+        field("image_cache", ValueKind::kString, "Where built images are cached",
+              "/var/cache/ernicctl/images"),
+        field("pool_dir", ValueKind::kString, "Where guest overlays are created",
+              "/var/lib/libvirt/images/ernic-RUN"),
+    };
+    return run;
+  }();
+  return schema;
+}
+
+}  // namespace ernic
