@@ -11,6 +11,7 @@
 #include "common/command_context.h"
 #include "common/version.h"
 #include "emulator_commands.h"
+#include "platform/platform.h"
 #include "report_commands.h"
 
 int main(int argc, char** argv) {
@@ -18,7 +19,9 @@ int main(int argc, char** argv) {
   app.set_version_flag(
       "--version", fmt::format("ernicctl {} ({})", ernic::ernic_version(), ernic::ernic_git_sha()));
   app.require_subcommand(1);
+  const ernic::Platform platform = ernic::builtin_platform();
   ernic::CommandContext context;
+  context.platform = &platform;
   ernic::register_run_command(app, context);
   ernic::register_bringup_commands(app, context);
   ernic::register_validate_command(app, context);
@@ -28,6 +31,7 @@ int main(int argc, char** argv) {
   ernic::register_doctor_command(app, context);
   ernic::emulator::register_commands(app, context);
   ernic::reports::register_commands(app, context);
+  ernic::register_completion_command(app, context);  // last: it reads every other command
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "benchmarks/parser.h"
+#include "common/program.h"
 #include "hosts/host.h"
 #include "scenario/schema.h"
 
@@ -58,6 +60,9 @@ struct Readiness {
 struct ServerCommand {
   CommandSpec spec;
   Readiness readiness;
+  // A server that serves clients until it is stopped (qperf) is stopped as soon as its client
+  // finished; others (iperf3 -s -1, perftest) exit by themselves and are waited for.
+  bool serves_until_stopped = false;
 };
 
 struct PointCommands {
@@ -102,7 +107,7 @@ struct PointSummary {
 
 // A benchmark tool, with PerfKit Benchmarker's life cycle: prepare, run (the executor's
 // server/client choreography around commands()), parse, cleanup. Adding a tool means adding
-// one module file and one line in registry.cc.
+// one module file, its test and one line in platform/platform.cc.
 class Benchmark {
  public:
   virtual ~Benchmark() = default;
@@ -117,14 +122,17 @@ class Benchmark {
     return metrics().front().name;
   }
   // Programs the server and client hosts need, checked before anything starts.
-  struct Program {
-    std::string name;
-    std::string debian_package;
-  };
+  using Program = ernic::Program;
   virtual std::vector<Program> programs() const = 0;
   // The programs a host with these facts needs: a host attached to an embedded emulator
   // instance runs the load generator built into ernicctl instead of the tools.
   virtual std::vector<Program> programs_for(const HostFacts& /*facts*/) const { return programs(); }
+  // The command that prints the tool's version on the client host, and how to read it; none
+  // when the tool has no version worth recording (the record then says nothing of it).
+  virtual std::optional<CommandSpec> version_command() const { return std::nullopt; }
+  virtual std::string parse_version(const CommandResult& /*result*/) const { return ""; }
+  // What `ernicctl parse TOOL FILE` uses to read a saved output of the tool.
+  virtual std::optional<OutputParser> output_parser() const { return std::nullopt; }
   // Whether the tool runs as a server plus a client (otherwise only on the client host).
   virtual bool needs_server() const { return true; }
 
@@ -140,8 +148,5 @@ class Benchmark {
                        PublishedFigures& /*figures*/) const {}
 };
 
-// Every benchmark module, in a stable order.
-const std::vector<const Benchmark*>& all_benchmarks();
-const Benchmark* find_benchmark(std::string_view tool);
 
 }  // namespace ernic

@@ -22,6 +22,7 @@ std::string fio_time(double milliseconds) {
 
 class FioBenchmark final : public Benchmark {
  public:
+  std::optional<OutputParser> output_parser() const override { return fio_output_parser(); }
   std::string_view tool() const override { return "fio"; }
   std::string_view description() const override {
     return "fio block I/O on the client host (--output-format=json)";

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "benchmarks/registry.h"
+#include "platform/platform.h"
 
 #include "samples.h"
 
@@ -14,7 +15,8 @@ using Argv = std::vector<std::string>;
 using testing::read_sample;
 
 const Benchmark& fio() {
-  const Benchmark* found = find_benchmark("fio");
+  const Platform platform = builtin_platform();
+  const Benchmark* found = platform.tool("fio");
   REQUIRE(found != nullptr);
   return *found;
 }

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <sstream>
 
 #include "benchmarks/benchmark.h"
 #include "benchmarks/iperf3_parser.h"
@@ -12,6 +13,10 @@ namespace {
 
 class Iperf3Benchmark final : public Benchmark {
  public:
+  std::optional<OutputParser> output_parser() const override {
+    return OutputParser{"iperf3", "iperf3 -J or --json-stream output (client or server side)",
+                        &parse_iperf3_file};
+  }
   std::string_view tool() const override { return "iperf3"; }
   std::string_view description() const override {
     return "iperf3 TCP/UDP throughput from the client host to the server host (-J output)";
@@ -69,6 +74,18 @@ class Iperf3Benchmark final : public Benchmark {
   }
 
   std::vector<Program> programs() const override { return {{"iperf3", "iperf3"}}; }
+
+  std::optional<CommandSpec> version_command() const override {
+    return CommandSpec{
+        .argv = {"iperf3", "--version"}, .timeout = std::chrono::seconds(5), .env = {}};
+  }
+  // "iperf 3.12 (cJSON 1.7.15)" -> "3.12"
+  std::string parse_version(const CommandResult& result) const override {
+    std::istringstream words(result.out.substr(0, result.out.find('\n')));
+    std::string name, version;
+    words >> name >> version;
+    return name == "iperf" ? version : "";
+  }
 
   PointCommands commands(const PointContext& point) const override {
     const PointParams& p = point.params;

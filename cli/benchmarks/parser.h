@@ -34,7 +34,4 @@ struct OutputParser {
   ParsedFile (*parse)(std::string_view text);
 };
 
-// Every parser `ernicctl parse` knows.
-const std::vector<OutputParser>& all_parsers();
-
 }  // namespace ernic

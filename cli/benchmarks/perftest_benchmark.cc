@@ -34,6 +34,7 @@ std::string perftest_program(const std::string& verb, const std::string& mode) {
 
 class PerftestBenchmark final : public Benchmark {
  public:
+  std::optional<OutputParser> output_parser() const override { return perftest_output_parser(); }
   std::string_view tool() const override { return "perftest"; }
   std::string_view description() const override {
     return "perftest RDMA bandwidth and latency (ib_{send,write,read}_{bw,lat}) between two "

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "benchmarks/registry.h"
+#include "platform/platform.h"
 
 #include "samples.h"
 
@@ -55,7 +56,8 @@ struct PointFixture {
 };
 
 const Benchmark& perftest() {
-  const Benchmark* found = find_benchmark("perftest");
+  const Platform platform = builtin_platform();
+  const Benchmark* found = platform.tool("perftest");
   REQUIRE(found != nullptr);
   return *found;
 }

@@ -15,6 +15,7 @@ std::string fact(const HostFacts& facts, const std::string& key) {
 
 class PingpongBenchmark final : public Benchmark {
  public:
+  std::optional<OutputParser> output_parser() const override { return pingpong_output_parser(); }
   std::string_view tool() const override { return "pingpong"; }
   std::string_view description() const override {
     return "ibv_rc_pingpong (rdma-core) RC ping-pong between two hosts";

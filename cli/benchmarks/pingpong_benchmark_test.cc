@@ -2,6 +2,7 @@
 #include <stdexcept>
 
 #include "benchmarks/registry.h"
+#include "platform/platform.h"
 
 namespace ernic {
 namespace {
@@ -29,7 +30,8 @@ class AddressOnlyHost final : public Host {
 };
 
 const Benchmark& pingpong() {
-  const Benchmark* found = find_benchmark("pingpong");
+  const Platform platform = builtin_platform();
+  const Benchmark* found = platform.tool("pingpong");
   REQUIRE(found != nullptr);
   return *found;
 }

@@ -1,5 +1,10 @@
 #include "commands/doctor_checks.h"
 
+#include "benchmarks/benchmark.h"
+#include "hosts/provider.h"
+#include "platform/platform.h"
+#include "setup/setup_step.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/resource.h>
@@ -218,8 +223,9 @@ DoctorCheck check_guest_kernel() {
   return check;
 }
 
-std::vector<DoctorCheck> run_doctor_checks(const DoctorOptions& options) {
-  static const std::vector<std::pair<std::string, std::string>> kTools = {
+std::vector<std::pair<std::string, std::string>> programs_to_check(const Platform& platform) {
+  // Guest images and libvirt guests; everything else comes from the components that need it.
+  std::vector<std::pair<std::string, std::string>> programs = {
       {"qemu-system-x86_64", "qemu-system-x86"},
       {"qemu-img", "qemu-utils"},
       {"virsh", "libvirt-clients"},
@@ -227,16 +233,34 @@ std::vector<DoctorCheck> run_doctor_checks(const DoctorOptions& options) {
       {"ssh-keygen", "openssh-client"},
       {"debootstrap", "debootstrap"},
       {"mkfs.ext4", "e2fsprogs"},
-      {"iperf3", "iperf3"},
-      {"ib_send_bw", "perftest"},
-      {"fio", "fio"},
-      {"ip", "iproute2"},
   };
+  auto add = [&](const std::vector<Program>& needed) {
+    for (const auto& program : needed) {
+      std::pair<std::string, std::string> entry{program.name, program.debian_package};
+      if (std::find(programs.begin(), programs.end(), entry) == programs.end()) {
+        programs.push_back(std::move(entry));
+      }
+    }
+  };
+  for (const Benchmark* tool : platform.tools) {
+    add(tool->programs());
+  }
+  for (const HostProvider* provider : platform.providers) {
+    add(provider->programs());
+  }
+  for (const SetupStep* step : platform.setup_steps) {
+    add(step->programs());
+  }
+  return programs;
+}
+
+std::vector<DoctorCheck> run_doctor_checks(const DoctorOptions& options) {
+  auto programs = programs_to_check(*options.platform);
   return {
       check_accelerator(), check_libvirtd(options.start_daemons, options.apply_fixes),
       check_vfio_user(),   check_network_admin(options.proc_root),
       check_memlock(),     check_socket_buffers(options.proc_root, options.apply_fixes),
-      check_tools(kTools), check_guest_kernel(),
+      check_tools(programs), check_guest_kernel(),
   };
 }
 

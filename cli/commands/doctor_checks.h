@@ -6,6 +6,8 @@
 
 namespace ernic {
 
+struct Platform;
+
 // One thing `ernicctl doctor` looks at on this machine.
 struct DoctorCheck {
   enum class Level { kOk, kWarning, kMissing };
@@ -23,7 +25,13 @@ struct DoctorOptions {
   // Apply the fixes that are safe to apply (sysctl limits, libvirt's dnsmasq folder).
   bool apply_fixes = false;
   std::filesystem::path proc_root = "/proc";  // tests point this at a fake tree
+  // Whose programs the tools check looks for: every tool, provider and setup step's own list.
+  const Platform* platform = nullptr;
 };
+
+// The programs the platform's components declare they need, once each, in platform order,
+// after the ones guest images and libvirt guests need.
+std::vector<std::pair<std::string, std::string>> programs_to_check(const Platform& platform);
 
 // Each check on its own, so tests can feed them fake inputs.
 DoctorCheck check_socket_buffers(const std::filesystem::path& proc_root, bool apply_fixes);

@@ -17,8 +17,9 @@ struct DoctorFlags {
   bool fix = false;
 };
 
-int run_doctor(const DoctorFlags& flags) {
+int run_doctor(const DoctorFlags& flags, const Platform& platform) {
   DoctorOptions options;
+  options.platform = &platform;
   options.start_daemons = !flags.no_start;
   options.apply_fixes = flags.fix;
   auto checks = run_doctor_checks(options);
@@ -60,7 +61,7 @@ void register_doctor_command(CLI::App& app, CommandContext& context) {
                    "Do not start virtlogd/libvirtd when they are not running");
   doctor->add_flag("--fix", flags->fix,
                    "Apply the safe fixes (socket buffer sysctls, libvirt's dnsmasq folder)");
-  doctor->callback([flags, &context] { context.exit_code = run_doctor(*flags); });
+  doctor->callback([flags, &context] { context.exit_code = run_doctor(*flags, *context.platform); });
 }
 
 }  // namespace ernic

@@ -22,25 +22,35 @@ std::string random_token() {
   return fmt::format("{:08x}{:08x}", device(), device());
 }
 
+// What a load-generator endpoint attached to the instance needs to reach it.
+HostFacts facts_of(const emu::InstanceInfo& info) {
+  std::string gids;
+  for (const auto& gid : info.gids) {
+    gids += (gids.empty() ? "" : ",") + gid;
+  }
+  return {{"perf_socket", info.socket.string()},
+          {"ernicctl", own_executable()},
+          {"emulator_instance", std::to_string(info.id)},
+          {"emulator_role", info.role},
+          {"emulator_gids", gids},
+          {"emulator_mac", info.mac}};
+}
+
 class RunningEmbedded final : public RunningEmulator {
  public:
   explicit RunningEmbedded(std::shared_ptr<emu::Supervisor> supervisor)
       : supervisor_(std::move(supervisor)) {}
-  std::string check_alive() override { return supervisor_->check_alive(); }
+  // A dead instance, or one that lost a mesh peer (its heartbeats declared a frozen or gone
+  // instance lost): either way the run's mesh is broken and the run must stop.
+  std::string check_alive() override {
+    std::string dead = supervisor_->check_alive();
+    return dead.empty() ? supervisor_->check_mesh() : dead;
+  }
   int instance_count() const override { return static_cast<int>(supervisor_->instances().size()); }
   HostFacts facts_for(int instance) const override {
     for (const auto& info : supervisor_->instances()) {
       if (info.id == instance) {
-        std::string gids;
-        for (const auto& gid : info.gids) {
-          gids += (gids.empty() ? "" : ",") + gid;
-        }
-        return {{"perf_socket", info.socket.string()},
-                {"ernicctl", own_executable()},
-                {"emulator_instance", std::to_string(info.id)},
-                {"emulator_role", info.role},
-                {"emulator_gids", gids},
-                {"emulator_mac", info.mac}};
+        return facts_of(info);
       }
     }
     throw std::out_of_range(fmt::format("no emulator instance {}", instance));
@@ -121,29 +131,30 @@ class EmbeddedEmulator final : public EmulatorKind {
   int instance_count(const YAML::Node& config) const override {
     return config && config["instances"] ? config["instances"].as<int>() : 2;
   }
-  std::vector<std::string> describe(const YAML::Node& config) const override {
+  std::vector<std::string> describe(const YAML::Node& config,
+                                    const EmulatorContext& context) const override {
+    emu::SupervisorConfig settings = settings_of(config, context);
+    if (!config["token"]) {
+      settings.token = "<mesh-token>";
+    }
     std::vector<std::string> lines;
-    int count = instance_count(config);
-    for (int id = 1; id <= count; ++id) {
-      lines.push_back(fmt::format(
-          "ernicctl emulator --backend {} --socket <run>/instance{}.sock --log-file instance{}.log "
-          "--stats-file instance{}.stats --token <token>",
-          id == 1 ? "tcp:manager:listen:PORT" : "tcp:worker:127.0.0.1:PORT", id, id, id));
+    for (int id = 1; id <= settings.instances; ++id) {
+      CommandSpec spec{.argv = {settings.executable}, .timeout = {}, .env = {}};
+      for (auto& arg : emu::instance_arguments(settings, emu::planned_instance(settings, id),
+                                               "<manager-mesh-port>")) {
+        spec.argv.push_back(std::move(arg));
+      }
+      lines.push_back(spec.display());
     }
     return lines;
   }
+  HostFacts planned_facts(const YAML::Node& config, const EmulatorContext& context,
+                          int instance) const override {
+    return facts_of(emu::planned_instance(settings_of(config, context), instance));
+  }
   std::unique_ptr<RunningEmulator> start(const YAML::Node& config,
                                          EmulatorContext& context) override {
-    emu::SupervisorConfig settings;
-    settings.executable = own_executable();
-    settings.instances = instance_count(config);
-    settings.base_port = config["mesh_port"] ? config["mesh_port"].as<std::uint16_t>() : 0;
-    settings.token = config["token"] ? config["token"].Scalar() : random_token();
-    settings.bind = config["bind"] ? config["bind"].Scalar() : "127.0.0.1";
-    settings.log_level = config["log_level"] ? config["log_level"].Scalar() : "info";
-    // Sockets need a short path (108 bytes); logs and stats are copied into the run directory.
-    settings.dir =
-        std::filesystem::temp_directory_path() / fmt::format("ernic-{}", context.run_token);
+    emu::SupervisorConfig settings = settings_of(config, context);
     std::filesystem::create_directories(settings.dir);
     auto kept = context.run_dir / "emulator";
     context.cleanup->push(
@@ -164,6 +175,23 @@ class EmbeddedEmulator final : public EmulatorKind {
                           [supervisor] { supervisor->stop(); });
     supervisor->start(settings);
     return std::make_unique<RunningEmbedded>(supervisor);
+  }
+
+ private:
+  emu::SupervisorConfig settings_of(const YAML::Node& config,
+                                    const EmulatorContext& context) const {
+    emu::SupervisorConfig settings;
+    settings.executable = own_executable();
+    settings.instances = instance_count(config);
+    settings.base_port = config["mesh_port"] ? config["mesh_port"].as<std::uint16_t>() : 0;
+    settings.token = config["token"] ? config["token"].Scalar() : random_token();
+    settings.bind = config["bind"] ? config["bind"].Scalar() : "127.0.0.1";
+    settings.log_level = config["log_level"] ? config["log_level"].Scalar() : "info";
+    settings.may_outlive_parent = context.bring_up;
+    // Sockets need a short path (108 bytes); logs and stats are copied into the run directory.
+    settings.dir =
+        std::filesystem::temp_directory_path() / fmt::format("ernic-{}", context.run_token);
+    return settings;
   }
 };
 

@@ -54,15 +54,19 @@ class EmulatorKind {
   // Keys of the `emulator:` section besides `kind`.
   virtual const ObjectSchema& schema() const = 0;
   virtual int instance_count(const YAML::Node& config) const = 0;
-  // Dry run: what start() would launch.
-  virtual std::vector<std::string> describe(const YAML::Node& config) const = 0;
+  // Dry run: the command line of every instance start() would launch, derived from the same plan
+  // start() carries out; values known only once instances run appear as <placeholders>.
+  virtual std::vector<std::string> describe(const YAML::Node& config,
+                                            const EmulatorContext& context) const = 0;
+  // Dry run: the facts start()'s instance `instance` would give the hosts attached to it.
+  virtual HostFacts planned_facts(const YAML::Node& /*config*/, const EmulatorContext& /*context*/,
+                                  int /*instance*/) const {
+    return {};
+  }
   // Starts the instances and waits until they are ready; pushes their stop onto the cleanup
   // stack. Returns null for `none`.
   virtual std::unique_ptr<RunningEmulator> start(const YAML::Node& config,
                                                  EmulatorContext& context) = 0;
 };
-
-const std::vector<EmulatorKind*>& all_emulator_kinds();
-EmulatorKind* find_emulator_kind(std::string_view name);
 
 }  // namespace ernic

@@ -100,6 +100,28 @@ ExternalSettings parse_external_settings(const YAML::Node& config) {
   return settings;
 }
 
+namespace {
+
+// What a host attached to the planned instance learns of it.
+HostFacts facts_of(const ExternalInstancePlan& plan) {
+  return {{"emulator_socket", plan.socket.string()},
+          {"emulator_instance", std::to_string(plan.id)},
+          {"emulator_role", plan.role},
+          {"emulator_mac", plan.mac},
+          {"emulator_gids", plan.gids},
+          {"emulator_guest_ip", plan.guest_ip},
+          {"emulator_tap", plan.tap}};
+}
+
+std::filesystem::path socket_dir_of(const ExternalSettings& settings,
+                                    const EmulatorContext& context) {
+  return settings.socket_dir.empty() ? std::filesystem::temp_directory_path() /
+                                           fmt::format("ernic-ext-{}", context.run_token)
+                                     : std::filesystem::path(settings.socket_dir);
+}
+
+}  // namespace
+
 std::vector<ExternalInstancePlan> plan_external_instances(const ExternalSettings& settings,
                                                           const std::filesystem::path& socket_dir,
                                                           const std::filesystem::path& log_dir) {
@@ -292,13 +314,7 @@ class RunningExternal final : public RunningEmulator {
   HostFacts facts_for(int id) const override {
     for (const auto& instance : instances_) {
       if (instance->plan.id == id) {
-        return {{"emulator_socket", instance->plan.socket.string()},
-                {"emulator_instance", std::to_string(id)},
-                {"emulator_role", instance->plan.role},
-                {"emulator_mac", instance->plan.mac},
-                {"emulator_gids", instance->plan.gids},
-                {"emulator_guest_ip", instance->plan.guest_ip},
-                {"emulator_tap", instance->plan.tap}};
+        return facts_of(instance->plan);
       }
     }
     throw std::out_of_range(fmt::format("no emulator instance {}", id));
@@ -421,19 +437,30 @@ class ExternalEmulator final : public EmulatorKind {
   int instance_count(const YAML::Node& config) const override {
     return config && config["instances"] ? config["instances"].as<int>() : 2;
   }
-  std::vector<std::string> describe(const YAML::Node& config) const override {
+  std::vector<std::string> describe(const YAML::Node& config,
+                                    const EmulatorContext& context) const override {
     ExternalSettings settings = parse_external_settings(config);
     std::vector<std::string> lines;
-    for (const auto& plan : plan_external_instances(
-             settings, settings.socket_dir.empty() ? "<sockets>" : settings.socket_dir,
-             "<run>/emulator")) {
-      std::string line = fmt::format("ERNIC_TCP_GUEST_GIDS={}", plan.gids);
+    for (const auto& plan : plan_external_instances(settings, socket_dir_of(settings, context),
+                                                    context.run_dir / "emulator")) {
+      CommandSpec spec{.argv = {}, .timeout = {}, .env = plan.env};
       for (const auto& arg : plan.argv) {
-        line += " " + arg;
+        spec.argv.push_back(arg);
       }
-      lines.push_back(line);
+      lines.push_back(spec.display());
     }
     return lines;
+  }
+  HostFacts planned_facts(const YAML::Node& config, const EmulatorContext& context,
+                          int instance) const override {
+    ExternalSettings settings = parse_external_settings(config);
+    for (const auto& plan : plan_external_instances(settings, socket_dir_of(settings, context),
+                                                    context.run_dir / "emulator")) {
+      if (plan.id == instance) {
+        return facts_of(plan);
+      }
+    }
+    return {};
   }
 
   std::unique_ptr<RunningEmulator> start(const YAML::Node& config,
@@ -447,10 +474,7 @@ class ExternalEmulator final : public EmulatorKind {
       throw std::runtime_error(
           fmt::format("emulator.binary {} is not an executable file", settings.binary));
     }
-    auto socket_dir = settings.socket_dir.empty()
-                          ? std::filesystem::temp_directory_path() /
-                                fmt::format("ernic-ext-{}", context.run_token)
-                          : settings.socket_dir;
+    auto socket_dir = socket_dir_of(settings, context);
     auto log_dir = context.run_dir / "emulator";
     std::filesystem::create_directories(log_dir);
     if (!std::filesystem::exists(socket_dir)) {

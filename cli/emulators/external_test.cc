@@ -79,13 +79,17 @@ TEST_CASE("tap settings add --tap ernic-tapN") {
 }
 
 TEST_CASE("the dry run shows every instance's environment and command line") {
+  EmulatorContext context{.run_dir = "runs/r", .run_token = "<token>", .cleanup = nullptr};
   auto lines = external_emulator().describe(
-      YAML::Load("{kind: external, binary: /bin/ernic, instances: 2}"));
+      YAML::Load("{kind: external, binary: /bin/ernic, instances: 2}"), context);
   REQUIRE(lines.size() == 2);
   CHECK(
       lines[0].rfind("ERNIC_TCP_GUEST_GIDS=fe80::e7:ff:fe00:1,192.168.200.10 /bin/ernic --backend "
                      "tcp:manager:listen:6320",
                      0) == 0);
   CHECK(lines[1].find("tcp:worker:127.0.0.1:6320") != std::string::npos);
-  CHECK(find_emulator_kind("external") == &external_emulator());
+  CHECK(lines[0].find("--socket '/tmp/ernic-ext-<token>/instance1.sock'") != std::string::npos);
+  CHECK(lines[0].find("--log-file runs/r/emulator/instance1.log") != std::string::npos);
+  CHECK(external_emulator().planned_facts(YAML::Load("{binary: /bin/ernic}"), context, 2).at(
+            "emulator_socket") == "/tmp/ernic-ext-<token>/instance2.sock");
 }

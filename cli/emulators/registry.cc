@@ -15,7 +15,9 @@ class NoEmulator final : public EmulatorKind {
     return schema;
   }
   int instance_count(const YAML::Node&) const override { return 0; }
-  std::vector<std::string> describe(const YAML::Node&) const override { return {}; }
+  std::vector<std::string> describe(const YAML::Node&, const EmulatorContext&) const override {
+    return {};
+  }
   std::unique_ptr<RunningEmulator> start(const YAML::Node&, EmulatorContext&) override {
     return nullptr;
   }
@@ -26,25 +28,6 @@ class NoEmulator final : public EmulatorKind {
 EmulatorKind& no_emulator() {
   static NoEmulator kind;
   return kind;
-}
-
-const std::vector<EmulatorKind*>& all_emulator_kinds() {
-  static const std::vector<EmulatorKind*> kinds = {
-      &no_emulator(),
-      &embedded_emulator(),
-      &external_emulator(),
-
-  };
-  return kinds;
-}
-
-EmulatorKind* find_emulator_kind(std::string_view name) {
-  for (EmulatorKind* kind : all_emulator_kinds()) {
-    if (kind->name() == name) {
-      return kind;
-    }
-  }
-  return nullptr;
 }
 
 }  // namespace ernic

@@ -93,6 +93,9 @@ class Host {
   // Whether a TCP socket listens on `port` in the host's network stack: how servers that
   // serve exactly one client (iperf3 -s -1, perftest) are known to be ready without a probe.
   virtual bool is_listening(std::uint16_t port) = 0;
+  // Whether the host's servers listen in this machine's own network stack, where every
+  // concurrent run's servers meet (so its ports must be reserved per run).
+  virtual bool listens_in_this_machines_stack() const { return false; }
   // Empty while the host is usable; otherwise why it is gone ("namespace ernic-x was removed").
   virtual std::string check_alive() = 0;
   // Whether `program` can be run on the host (found in its PATH).

@@ -27,6 +27,7 @@ class LocalHost : public Host {
   std::unique_ptr<RunningCommand> start(const CommandSpec& spec, OutputSink* sink) override;
   void upload(std::string_view content, const std::string& path, int mode) override;
   bool is_listening(std::uint16_t port) override;
+  bool listens_in_this_machines_stack() const override { return netns_.empty(); }
   std::string check_alive() override;
   bool has_program(const std::string& program) override;
 

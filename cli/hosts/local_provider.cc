@@ -19,11 +19,6 @@ std::vector<std::string> LocalProvider::planned_addresses(const std::vector<Host
   return addresses;
 }
 
-std::vector<std::string> LocalProvider::describe(const std::vector<HostSpec>& /*hosts*/,
-                                                 const ProviderContext& /*context*/) const {
-  return {};
-}
-
 std::vector<std::unique_ptr<Host>> LocalProvider::create(const std::vector<HostSpec>& hosts,
                                                          ProviderContext& context) {
   auto addresses = planned_addresses(hosts, context.scenario);

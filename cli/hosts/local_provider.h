@@ -16,8 +16,13 @@ class LocalProvider : public HostProvider {
   // A host's `address`, 127.0.0.1 by default.
   std::vector<std::string> planned_addresses(const std::vector<HostSpec>& hosts,
                                              const YAML::Node& scenario) const override;
-  std::vector<std::string> describe(const std::vector<HostSpec>& hosts,
-                                    const ProviderContext& context) const override;
+  bool shares_this_filesystem() const override { return true; }
+  // Its hosts are this machine: creating them does nothing.
+  bool acts_only_through_runner() const override { return true; }
+  // This machine: up while ernicctl runs at all.
+  std::string host_condition(const std::map<std::string, std::string>& /*facts*/) const override {
+    return "up";
+  }
   std::vector<std::unique_ptr<Host>> create(const std::vector<HostSpec>& hosts,
                                             ProviderContext& context) override;
 };

@@ -13,6 +13,7 @@
 #include "hosts/process_command.h"
 #include "hosts/provider.h"
 #include "hosts/registry.h"
+#include "run/command_runner.h"
 
 namespace ernic {
 namespace {
@@ -81,6 +82,14 @@ class NetnsProvider final : public HostProvider {
   std::string_view name() const override { return "netns"; }
   std::string_view description() const override {
     return "A network namespace on this machine, created and removed by ernicctl";
+  }
+  // Up while its namespace (the `netns` fact) exists.
+  std::string host_condition(const std::map<std::string, std::string>& facts) const override {
+    auto netns = facts.find("netns");
+    if (netns == facts.end()) {
+      return "unknown";
+    }
+    return std::filesystem::exists("/run/netns/" + netns->second) ? "up" : "gone";
   }
   const ObjectSchema& host_schema() const override {
     static const ObjectSchema schema{.description = "", .fields = {}};
@@ -152,25 +161,24 @@ class NetnsProvider final : public HostProvider {
     }
   }
 
-  std::vector<std::string> describe(const std::vector<HostSpec>& hosts,
-                                    const ProviderContext& context) const override {
-    std::vector<std::string> lines;
-    for (const auto& step : plumbing(hosts, context)) {
-      std::string line;
-      for (const auto& word : step) {
-        line += (line.empty() ? "" : " ") + shell_quote(word);
-      }
-      lines.push_back(line);
-    }
-    return lines;
-  }
+  bool shares_this_filesystem() const override { return true; }
+  std::vector<Program> programs() const override { return {{"ip", "iproute2"}}; }
+  bool acts_only_through_runner() const override { return true; }
 
   std::vector<std::unique_ptr<Host>> create(const std::vector<HostSpec>& hosts,
                                             ProviderContext& context) override {
     CleanupStack& cleanup = *context.cleanup;
+    auto run = [&context](const std::vector<std::string>& argv) {
+      CommandSpec spec{.argv = argv, .timeout = std::chrono::seconds(30), .env = {}};
+      CommandResult result = context.runner->run_here(spec);
+      if (!result.ok()) {
+        throw std::runtime_error(
+            fmt::format("{} failed ({}): {}", spec.display(), result.describe(), result.err));
+      }
+    };
     auto namespaces = namespace_names(hosts, context);
     for (const auto& ns : namespaces) {
-      run_or_throw({"ip", "netns", "add", ns});
+      run({"ip", "netns", "add", ns});
       // Pushed right after the namespace exists: whatever fails next, it goes away.
       cleanup.push(fmt::format("remove network namespace {}", ns), [ns] {
         kill_namespace_processes(ns);
@@ -181,7 +189,7 @@ class NetnsProvider final : public HostProvider {
       if (step[1] == "netns" && step[2] == "add") {
         continue;
       }
-      run_or_throw(step);
+      run(step);
     }
     auto addresses = planned_addresses(hosts, context.scenario);
     std::vector<std::unique_ptr<Host>> created;

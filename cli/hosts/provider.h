@@ -11,9 +11,11 @@
 #include "hosts/host.h"
 #include "run/cleanup_stack.h"
 #include "scenario/schema.h"
+#include "common/program.h"
 
 namespace ernic {
 
+class CommandRunner;
 class Status;
 
 // One entry of the scenario's `hosts:` list.
@@ -30,6 +32,9 @@ struct ProviderContext {
   YAML::Node scenario;    // the resolved scenario, for top-level provider settings
   CleanupStack* cleanup = nullptr;
   Status* status = nullptr;
+  // Commands that build hosts on this machine go through the run's runner, so that a dry run
+  // lists them instead of running them.
+  CommandRunner* runner = nullptr;
 };
 
 // A platform: how hosts of one kind come to exist (LISA's platform layer). A provider creates
@@ -59,14 +64,28 @@ class HostProvider {
   // `out` with locations.
   virtual void check(const std::vector<HostSpec>& /*hosts*/, const YAML::Node& /*scenario*/,
                      const std::string& /*file*/, Diagnostics& /*out*/) const {}
-  // Dry run: the commands create() would run, one per line.
-  virtual std::vector<std::string> describe(const std::vector<HostSpec>& hosts,
-                                            const ProviderContext& context) const = 0;
+  // Whether this provider's hosts run programs from this machine's filesystem (local, netns):
+  // their tools are checked before anything starts.
+  virtual bool shares_this_filesystem() const { return false; }
+  // Programs this machine needs to create the provider's hosts (netns: ip).
+  virtual std::vector<Program> programs() const { return {}; }
+  // Whether create() acts on the world only through `ProviderContext::runner` (local, netns):
+  // the dry run then calls create() itself and lists those commands. A provider driven through
+  // an API (ssh, libvirt) says false, and the dry run prints describe() instead.
+  virtual bool acts_only_through_runner() const { return false; }
+  // Dry run, for providers driven through an API: the actions create() would take.
+  virtual std::vector<std::string> describe(const std::vector<HostSpec>& /*hosts*/,
+                                            const ProviderContext& /*context*/) const {
+    return {};
+  }
   virtual std::vector<std::unique_ptr<Host>> create(const std::vector<HostSpec>& hosts,
                                                     ProviderContext& context) = 0;
+  // `ernicctl status`: whether a host `ernicctl up` left is still there, judged from the facts
+  // its Host gave: "up", "stopped", "gone", or "unknown" when the provider cannot tell.
+  virtual std::string host_condition(const std::map<std::string, std::string>& /*facts*/) const {
+    return "unknown";
+  }
 };
 
-const std::vector<HostProvider*>& all_host_providers();
-HostProvider* find_host_provider(std::string_view name);
 
 }  // namespace ernic

@@ -1,7 +1,9 @@
 #include "hosts/ssh_provider.h"
 
 #include <catch2/catch.hpp>
+
 #include <cstdlib>
+#include "platform/platform.h"
 
 #include "hosts/registry.h"
 #include "scenario/schema.h"
@@ -87,7 +89,8 @@ TEST_CASE("ssh host entries have defaults and named errors", "[ssh]") {
 }
 
 TEST_CASE("ssh provider is registered with its schema", "[ssh]") {
-  HostProvider* provider = find_host_provider("ssh");
+  const Platform platform = builtin_platform();
+  HostProvider* provider = platform.provider("ssh");
   REQUIRE(provider != nullptr);
   const ObjectSchema& schema = provider->host_schema();
   const FieldSchema* ssh = schema.find("ssh");

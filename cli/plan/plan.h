@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "benchmarks/benchmark.h"
+#include "platform/platform.h"
 #include "scenario/scenario.h"
 
 namespace ernic {
@@ -17,6 +18,8 @@ struct PlannedPoint {
   const Benchmark* tool = nullptr;
   PointParams params;
   std::uint16_t port = 0;
+  bool port_fixed = false;  // the scenario chose it (`port:`): used as is, never re-reserved
+  int repetitions = 1;  // the entry's, unless the run's selection says otherwise (--repeat)
 };
 
 // What a run will do, decided before anything starts (ninja's Plan): the executor only
@@ -24,11 +27,13 @@ struct PlannedPoint {
 struct Plan {
   const Scenario* scenario = nullptr;
   std::vector<PlannedPoint> points;
+  // How the points were selected from the scenario's (`--only 'bw[*]'`); empty: all of them.
+  std::string selection;
 };
 
 // Expands every benchmark's matrix parameters into points, in scenario order, the first
 // declared parameter varying slowest.
-Plan make_plan(const Scenario& scenario);
+Plan make_plan(const Scenario& scenario, const Platform& platform);
 
 // One list of canonical values per parameter of `schema` (defaults filled in), then their
 // cartesian product.

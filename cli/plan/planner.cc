@@ -4,6 +4,7 @@
 
 #include "common/units.h"
 #include "plan/plan.h"
+#include "platform/platform.h"
 
 namespace ernic {
 namespace {
@@ -113,11 +114,11 @@ std::vector<PointParams> expand_params(const YAML::Node& params, const ObjectSch
   return points;
 }
 
-Plan make_plan(const Scenario& scenario) {
+Plan make_plan(const Scenario& scenario, const Platform& platform) {
   Plan plan;
   plan.scenario = &scenario;
   for (const auto& entry : scenario.benchmarks) {
-    const Benchmark* tool = find_benchmark(entry.tool);
+    const Benchmark* tool = platform.tool(entry.tool);
     const ObjectSchema& schema = tool->params();
     int within_entry = 0;
     for (auto& params : expand_params(entry.params, schema)) {
@@ -134,6 +135,8 @@ Plan make_plan(const Scenario& scenario) {
       }
       point.id = labels.empty() ? entry.name : fmt::format("{}[{}]", entry.name, labels);
       point.params = std::move(params);
+      point.repetitions = entry.repetitions;
+      point.port_fixed = entry.base_port != 0;
       std::uint16_t base = entry.base_port != 0 ? entry.base_port : kFirstPort;
       // A fresh port per point: no waiting for the previous server's port to be freed.
       point.port = static_cast<std::uint16_t>(entry.base_port != 0 ? base + within_entry

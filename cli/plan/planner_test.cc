@@ -2,10 +2,12 @@
 
 #include <catch2/catch.hpp>
 
+#include "platform/platform.h"
 #include "scenario/scenario_loader.h"
 
 TEST_CASE("matrix parameters expand into the cartesian product, first one slowest") {
-  auto loaded = ernic::load_scenario_text(R"(name: m
+  const ernic::Platform platform = ernic::builtin_platform();
+  auto loaded = ernic::load_scenario_text(platform, R"(name: m
 hosts: [{name: a, provider: local}, {name: b, provider: local}]
 benchmarks:
   - {name: t, tool: iperf3, server: a, client: b, params: {protocol: [tcp, udp], reverse: [false, true], duration: 1s}}
@@ -13,7 +15,7 @@ benchmarks:
 )",
                                           "m.yaml", {});
   REQUIRE(loaded.diagnostics.empty());
-  auto plan = ernic::make_plan(*loaded.scenario);
+  auto plan = ernic::make_plan(*loaded.scenario, platform);
   REQUIRE(plan.points.size() == 7);
   CHECK(plan.points[0].id == "t[protocol=tcp,reverse=false,parallel=1]");
   CHECK(plan.points[1].id == "t[protocol=tcp,reverse=true,parallel=1]");

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -8,7 +9,9 @@
 #include "emulators/emulator_kind.h"
 #include "hosts/host.h"
 #include "plan/plan.h"
+#include "platform/platform.h"
 #include "run/cleanup_stack.h"
+#include "run/command_runner.h"
 #include "run/run_result.h"
 #include "run/status.h"
 
@@ -24,12 +27,15 @@ struct RunOptions {
   bool bring_up_only = false;
 };
 
-// Carries out a plan (ninja's Builder): creates the hosts, applies the setup steps, runs every
-// point with the server/client choreography, and tears everything down through the cleanup
-// stack whatever happens. It never decides what to run.
+// Carries out a plan (ninja's Builder): starts the emulator instances, creates the hosts,
+// applies the setup steps, runs every point with the server/client choreography, and tears
+// everything down through the cleanup stack whatever happens. It never decides what to run, and
+// it touches the world only through its CommandRunner: with DryRunCommandRunner the same walk
+// is the dry run.
 class Executor {
  public:
-  Executor(const Plan& plan, RunOptions options, Status& status);
+  Executor(const Plan& plan, const Platform& platform, CommandRunner& runner, RunOptions options,
+           Status& status);
   RunResult run();
 
  private:
@@ -39,15 +45,20 @@ class Executor {
   void attach_hosts_to_instances();
   void check_programs();
   void apply_setup();
+  void collect_tool_versions();
   void run_points();
   void run_point(const PlannedPoint& point, PointResult& result);
   bool run_repetition(const PlannedPoint& point, int repetition, PointResult& result);
   std::string environment_gone();
-  void collect_tool_versions();
+  void stop_if_environment_gone();
+  void settle_status();
   void teardown();
   Host& host(const std::string& name);
+  EmulatorContext emulator_context();
 
   const Plan& plan_;
+  const Platform& platform_;
+  CommandRunner& runner_;
   RunOptions options_;
   Status& status_;
   CleanupStack cleanup_;
@@ -64,5 +75,14 @@ class PreflightError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// Thrown when the user interrupted the run (Ctrl-C, SIGTERM).
+class RunInterrupted : public std::runtime_error {
+ public:
+  RunInterrupted() : std::runtime_error("interrupted") {}
+};
+
+// A file-safe version of a point id or host name, for log file names.
+std::string file_safe(const std::string& text);
 
 }  // namespace ernic

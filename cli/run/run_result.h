@@ -58,6 +58,7 @@ struct RunResult {
   nlohmann::json emulator;    // what the emulator kind records about its instances
   nlohmann::json instances;   // the instances' manifest (pids, sockets, logs); null without any
   bool left_running = false;  // `ernicctl up` left hosts and instances running
+  std::string selection;      // the plan's point selection; empty when every point was run
 };
 
 const char* to_string(PointStatus status);

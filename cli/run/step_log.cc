@@ -32,6 +32,9 @@ class StepLog::RoleSink final : public OutputSink {
 };
 
 StepLog::StepLog(std::filesystem::path path, const std::string& title) : path_(std::move(path)) {
+  if (path_.empty()) {
+    return;  // a dry run keeps no logs: the stream stays closed and writes go nowhere
+  }
   std::filesystem::create_directories(path_.parent_path());
   out_.open(path_, std::ios::out | std::ios::trunc);
   out_ << "# " << title << "\n";

@@ -13,6 +13,7 @@ namespace ernic {
 // line prefixed by the command's role and stream), its exit status and duration.
 class StepLog {
  public:
+  // An empty `path` keeps nothing (the dry run).
   StepLog(std::filesystem::path path, const std::string& title);
   ~StepLog();
   const std::filesystem::path& path() const { return path_; }

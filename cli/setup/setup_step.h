@@ -43,7 +43,5 @@ class SetupStep {
                      OutputSink* log) const = 0;
 };
 
-const std::vector<const SetupStep*>& all_setup_steps();
-const SetupStep* find_setup_step(std::string_view kind);
 
 }  // namespace ernic

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "ernicctl_runner.h"
@@ -142,4 +143,44 @@ TEST_CASE("an emulator instance that dies mid-point stops the run within seconds
              Contains("instance 2 (worker") && Contains("last log lines"));
   CHECK(run["points"][77]["status"] == "skipped");
   CHECK(processes_mentioning("ernic-" + run["run_token"].get<std::string>()) == 0);
+}
+
+TEST_CASE("two quickstart runs at the same time both pass, on ports of their own") {
+  auto dir = fresh_dir("emulator-quickstart-twice");
+  // Shorter sweeps; the embedded points are the ones that share this machine's ports.
+  auto run_one = [&](const std::string& name, Invocation& result) {
+    result = run_ernicctl({"run", kQuickstart, "--runs-dir", (dir / name).string(), "--set",
+                           "history.path=" + (dir / (name + ".jsonl")).string(), "--set",
+                           "benchmarks.bw.params.size={from: 4KiB, to: 64KiB, factor: 2}", "--set",
+                           "benchmarks.lat.params.size={from: 4KiB, to: 64KiB, factor: 2}"},
+                          {}, std::chrono::seconds(300));
+  };
+  Invocation first, second;
+  std::thread a(run_one, "a", std::ref(first));
+  std::thread b(run_one, "b", std::ref(second));
+  a.join();
+  b.join();
+  INFO(first.err.substr(first.err.size() > 2000 ? first.err.size() - 2000 : 0));
+  INFO(second.err.substr(second.err.size() > 2000 ? second.err.size() - 2000 : 0));
+  REQUIRE(first.exit_code == 0);
+  REQUIRE(second.exit_code == 0);
+  // The embedded servers of the two runs listened on different ports.
+  auto ports_of = [](const json& record) {
+    std::set<std::string> ports;
+    for (const auto& point : record["ernicctl"]["points"]) {
+      std::string server = point["commands"]["server"].get<std::string>();
+      auto at = server.find(" -p ");
+      if (server.find(" perf ") != std::string::npos && at != std::string::npos) {
+        ports.insert(server.substr(at + 4, server.find(' ', at + 4) - at - 4));
+      }
+    }
+    return ports;
+  };
+  auto ports_a = ports_of(last_record(dir / "a.jsonl"));
+  auto ports_b = ports_of(last_record(dir / "b.jsonl"));
+  CHECK(ports_a.size() > 10);
+  std::vector<std::string> shared;
+  std::set_intersection(ports_a.begin(), ports_a.end(), ports_b.begin(), ports_b.end(),
+                        std::back_inserter(shared));
+  CHECK(shared.empty());
 }

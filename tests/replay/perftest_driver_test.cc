@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "plan/plan.h"
+#include "platform/platform.h"
 #include "replay_tools.h"
 #include "run/executor.h"
 #include "run/status.h"
@@ -85,11 +86,13 @@ TEST_CASE("perftest module through the executor: results and every kind of failu
     port = 40000;
   }
   // The recorded latency outputs are for 64-byte messages.
-  LoadResult loaded = load_scenario_text(perftest_scenario(port), "replayed-perftest.yaml", {});
+  const Platform platform = builtin_platform();
+  LoadResult loaded =
+      load_scenario_text(platform, perftest_scenario(port), "replayed-perftest.yaml", {});
   INFO((loaded.diagnostics.empty() ? "" : loaded.diagnostics.front().format()));
   REQUIRE(loaded.scenario.has_value());
   Scenario scenario = *loaded.scenario;
-  Plan plan = make_plan(scenario);
+  Plan plan = make_plan(scenario, platform);
   REQUIRE(plan.points.size() == 6);
   for (auto& point : plan.points) {
     if (point.params.text("mode") == "lat") {
@@ -98,7 +101,9 @@ TEST_CASE("perftest module through the executor: results and every kind of failu
   }
   auto runs = std::filesystem::path(tools.script_dir()).parent_path() / "runs";
   auto status = make_status(true);
-  Executor executor(plan, RunOptions{.runs_dir = runs, .keep = KeepPolicy::kNever}, *status);
+  RealCommandRunner runner;
+  Executor executor(plan, platform, runner,
+                    RunOptions{.runs_dir = runs, .keep = KeepPolicy::kNever}, *status);
   ReplayedRun run{executor.run()};
   CHECK(run.result.status == RunStatus::kFailed);
   CHECK(run.result.fatal_error.empty());
@@ -204,15 +209,18 @@ history:
   enabled: false
 )",
                                  port);
-  LoadResult loaded = load_scenario_text(text, "replayed.yaml", {});
+  const Platform platform = builtin_platform();
+  LoadResult loaded = load_scenario_text(platform, text, "replayed.yaml", {});
   INFO((loaded.diagnostics.empty() ? "" : loaded.diagnostics.front().format()));
   REQUIRE(loaded.scenario.has_value());
   Scenario scenario = *loaded.scenario;
-  Plan plan = make_plan(scenario);
+  Plan plan = make_plan(scenario, platform);
   REQUIRE(plan.points.size() == 2);
   auto runs = std::filesystem::path(tools.script_dir()).parent_path() / "runs";
   auto status = make_status(true);
-  Executor executor(plan, RunOptions{.runs_dir = runs, .keep = KeepPolicy::kNever}, *status);
+  RealCommandRunner runner;
+  Executor executor(plan, platform, runner,
+                    RunOptions{.runs_dir = runs, .keep = KeepPolicy::kNever}, *status);
   RunResult result = executor.run();
   INFO(result.points[0].reason << " / " << result.points[1].reason);
   REQUIRE(result.status == RunStatus::kPassed);

@@ -1,0 +1,14 @@
+#pragma once
+
+#include <string>
+
+namespace ernic {
+
+// A program something needs on a host, and the Debian package that installs it (what `doctor`
+// and the preflight check tell the user to install).
+struct Program {
+  std::string name;
+  std::string debian_package;
+};
+
+}  // namespace ernic

@@ -1,0 +1,53 @@
+#include "run/port_block.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <catch2/catch.hpp>
+
+#include <memory>
+
+namespace ernic {
+namespace {
+
+// Holds `port` on every address, as another program would.
+int hold(std::uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_ANY);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
+  REQUIRE(::listen(fd, 1) == 0);
+  return fd;
+}
+
+TEST_CASE("port blocks: concurrent holders never share a block", "[ports]") {
+  PortBlock first;
+  auto second = std::make_unique<PortBlock>();
+  std::uint16_t a = first.take();
+  std::uint16_t b = second->take();
+  CHECK(first.base() != second->base());
+  CHECK(a >= first.base());
+  CHECK(a < first.base() + PortBlock::kBlockSize);
+  CHECK(b >= second->base());
+  CHECK(b < second->base() + PortBlock::kBlockSize);
+  // A block is free again the moment its holder is gone (the kernel drops the reservation).
+  std::uint16_t released = second->base();
+  second.reset();
+  PortBlock again;
+  again.take();
+  CHECK(again.base() == released);
+}
+
+TEST_CASE("port blocks: a port another program holds is skipped", "[ports]") {
+  PortBlock block;
+  std::uint16_t first = block.take();
+  int held = hold(static_cast<std::uint16_t>(first + 1));
+  std::uint16_t next = block.take();
+  ::close(held);
+  CHECK(next == first + 2);
+}
+
+}  // namespace
+}  // namespace ernic

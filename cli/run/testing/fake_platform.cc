@@ -1,0 +1,208 @@
+#include "run/testing/fake_platform.h"
+
+#include <fmt/format.h>
+#include <poll.h>
+
+#include "common/interrupt.h"
+
+namespace ernic::testing {
+namespace {
+
+class FakeCommand final : public RunningCommand {
+ public:
+  FakeCommand(Scripted script, std::chrono::milliseconds timeout)
+      : script_(std::move(script)),
+        own_deadline_(timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max()) {}
+  bool wait_for_output(const std::regex&, Clock::time_point) override {
+    return !script_.exits_early;
+  }
+  bool running() override { return !done_ && !script_.exits_early; }
+  CommandResult wait(Clock::time_point deadline) override {
+    if (done_ || !script_.hangs) {
+      return finish();
+    }
+    // Runs until its deadline or an interrupt, as a real process would.
+    deadline = std::min(deadline, own_deadline_);
+    while (Clock::now() < deadline) {
+      if (Interrupt::requested()) {
+        CommandResult result = finish();
+        result.interrupted = true;
+        return result;
+      }
+      pollfd wake{.fd = Interrupt::wake_fd(), .events = POLLIN, .revents = 0};
+      ::poll(&wake, 1, 5);
+    }
+    CommandResult result = finish();
+    result.timed_out = true;
+    return result;
+  }
+  CommandResult stop(std::chrono::milliseconds) override {
+    CommandResult result = finish();
+    if (script_.hangs) {
+      result.term_signal = 15;
+    }
+    return result;
+  }
+
+ private:
+  CommandResult finish() {
+    done_ = true;
+    return script_.result;
+  }
+  Scripted script_;
+  Clock::time_point own_deadline_;
+  bool done_ = false;
+};
+
+class FakeRunningEmulator final : public RunningEmulator {
+ public:
+  FakeRunningEmulator(const FakeEmulatorKind& kind, std::vector<HostFacts> facts)
+      : kind_(kind), facts_(std::move(facts)) {}
+  std::string check_alive() override { return kind_.dead; }
+  int instance_count() const override { return static_cast<int>(facts_.size()); }
+  HostFacts facts_for(int instance) const override { return facts_.at(instance - 1); }
+  nlohmann::json record() const override { return {{"kind", kind_.name()}}; }
+  nlohmann::json manifest() const override { return {{"instances", nlohmann::json::array()}}; }
+
+ private:
+  const FakeEmulatorKind& kind_;
+  std::vector<HostFacts> facts_;
+};
+
+}  // namespace
+
+void World::log(std::string event) {
+  std::lock_guard lock(mutex_);
+  events_.push_back(std::move(event));
+}
+
+std::vector<std::string> World::events() const {
+  std::lock_guard lock(mutex_);
+  return events_;
+}
+
+std::vector<std::string> World::events_starting(const std::string& prefix) const {
+  std::vector<std::string> matching;
+  for (const auto& event : events()) {
+    if (event.rfind(prefix, 0) == 0) {
+      matching.push_back(event);
+    }
+  }
+  return matching;
+}
+
+std::unique_ptr<RunningCommand> FakeHost::start(const CommandSpec& spec, OutputSink* /*sink*/) {
+  world_.log(fmt::format("run on {}: {}", name_, spec.display()));
+  Scripted script = world_.script(name_, spec);
+  if (script.on_start) {
+    script.on_start();
+  }
+  server_ = script;
+  server_polls_ = 0;
+  return std::make_unique<FakeCommand>(std::move(script), spec.timeout);
+}
+
+bool FakeHost::is_listening(std::uint16_t /*port*/) {
+  ++world_.polls[name_];
+  return server_.listens && !server_.exits_early && server_polls_++ >= server_.polls_to_ready;
+}
+
+std::vector<std::string> FakeProvider::planned_addresses(const std::vector<HostSpec>& hosts,
+                                                         const YAML::Node&) const {
+  std::vector<std::string> addresses;
+  for (const auto& host : hosts) {
+    addresses.push_back("addr-" + host.name);
+  }
+  return addresses;
+}
+
+std::vector<std::unique_ptr<Host>> FakeProvider::create(const std::vector<HostSpec>& hosts,
+                                                        ProviderContext& context) {
+  std::vector<std::unique_ptr<Host>> created;
+  auto addresses = planned_addresses(hosts, context.scenario);
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    if (fail_after == static_cast<int>(i)) {
+      throw std::runtime_error(fmt::format("{} could not create {}", name(), hosts[i].name));
+    }
+    context.runner->run_here(CommandSpec{
+        .argv = {"true", "link", hosts[i].name}, .timeout = std::chrono::seconds(5), .env = {}});
+    world_.log(fmt::format("create {} {}", name(), hosts[i].name));
+    context.cleanup->push(fmt::format("remove {} host {}", name(), hosts[i].name),
+                          [this, host = hosts[i].name] {
+                            world_.log("remove " + host);
+                            if (on_remove) {
+                              on_remove();
+                            }
+                          });
+    created.push_back(std::make_unique<FakeHost>(world_, hosts[i].name, addresses[i]));
+  }
+  return created;
+}
+
+std::vector<std::string> FakeEmulatorKind::describe(const YAML::Node& config,
+                                                    const EmulatorContext& context) const {
+  std::vector<std::string> lines;
+  for (int id = 1; id <= instance_count(config); ++id) {
+    lines.push_back(planned_facts(config, context, id).at("perf_socket"));
+  }
+  return lines;
+}
+
+HostFacts FakeEmulatorKind::planned_facts(const YAML::Node&, const EmulatorContext& context,
+                                          int instance) const {
+  return {{"perf_socket", fmt::format("/tmp/fake-{}/ernic{}.sock", context.run_token, instance)},
+          {"ernicctl", "/opt/ernicctl"},
+          {"emulator_instance", std::to_string(instance)},
+          {"emulator_role", instance == 1 ? "manager" : "worker"},
+          {"emulator_gids", "fe80::1,192.168.200.10"},
+          {"emulator_mac", "02:e7:00:00:00:01"}};
+}
+
+std::unique_ptr<RunningEmulator> FakeEmulatorKind::start(const YAML::Node& config,
+                                                         EmulatorContext& context) {
+  std::vector<HostFacts> facts;
+  for (int id = 1; id <= instance_count(config); ++id) {
+    world_.log(fmt::format("start instance {}", id));
+    facts.push_back(planned_facts(config, context, id));
+  }
+  context.cleanup->push("stop the fake instances", [this] { world_.log("stop instances"); });
+  return std::make_unique<FakeRunningEmulator>(*this, std::move(facts));
+}
+
+FakePlatform::FakePlatform(World& world) {
+  const Platform builtin = builtin_platform();
+  platform.setup_steps = builtin.setup_steps;
+  platform.tools = builtin.tools;
+  for (HostProvider* real : builtin.providers) {
+    providers.push_back(std::make_unique<FakeProvider>(world, *real));
+    platform.providers.push_back(providers.back().get());
+  }
+  for (EmulatorKind* real : builtin.emulator_kinds) {
+    if (real->name() == "none") {
+      platform.emulator_kinds.push_back(real);  // `none` starts nothing: the real one will do
+      continue;
+    }
+    kinds.push_back(std::make_unique<FakeEmulatorKind>(world, *real));
+    platform.emulator_kinds.push_back(kinds.back().get());
+  }
+}
+
+FakeProvider& FakePlatform::provider(const std::string& name) {
+  for (auto& provider : providers) {
+    if (provider->name() == name) {
+      return *provider;
+    }
+  }
+  throw std::out_of_range(name);
+}
+
+FakeEmulatorKind& FakePlatform::kind(const std::string& name) {
+  for (auto& kind : kinds) {
+    if (kind->name() == name) {
+      return *kind;
+    }
+  }
+  throw std::out_of_range(name);
+}
+
+}  // namespace ernic::testing
