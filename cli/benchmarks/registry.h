@@ -12,9 +12,11 @@ const Benchmark& iperf3_benchmark();
 const Benchmark& perftest_benchmark();
 const Benchmark& pingpong_benchmark();
 const Benchmark& fio_benchmark();
+const Benchmark& qperf_benchmark();
 
 inline std::vector<const Benchmark*> builtin_tools() {
-  return {&iperf3_benchmark(), &perftest_benchmark(), &pingpong_benchmark(), &fio_benchmark()};
+  return {&iperf3_benchmark(), &perftest_benchmark(), &pingpong_benchmark(), &fio_benchmark(),
+          &qperf_benchmark()};
 }
 
 }  // namespace ernic
