@@ -59,7 +59,9 @@ class RunDetails : PagePart {
     definition("accelerator",
                part.accelerator + (part.functional_only ? " (functional only)" : ""));
     definition("run directory", part.run_dir);
-    for (const auto& [key, value] : nlohmann::json(part.environment).items()) {
+    // Kept in a variable: a range-for over a temporary's items() reads freed memory (C++20).
+    const nlohmann::json environment = part.environment;
+    for (const auto& [key, value] : environment.items()) {
       definition(key.c_str(), value.is_string() ? value.get<std::string>() : value.dump());
     }
     for (const auto& [key, value] : part.tools) {

@@ -16,15 +16,24 @@ nlohmann::json one_of(const std::vector<Component>& components, const char* disc
                       Schema schema_of, Name name_of) {
   nlohmann::json alternatives = nlohmann::json::array();
   for (const auto* component : components) {
-    nlohmann::json one = to_json_schema(schema_of(*component));
-    one["properties"][discriminator] = {{"const", std::string(name_of(*component))}};
+    const auto schema = schema_of(*component);
+    nlohmann::json one = to_json_schema(schema);
+    nlohmann::json tag = nlohmann::json::object();
+    tag["const"] = std::string(name_of(*component));
+    one["properties"][discriminator] = std::move(tag);
     alternatives.push_back(std::move(one));
   }
-  return {{"oneOf", alternatives}};
+  nlohmann::json result = nlohmann::json::object();
+  result["oneOf"] = std::move(alternatives);
+  return result;
 }
 
 nlohmann::json non_empty_list_of(nlohmann::json items) {
-  return {{"type", "array"}, {"minItems", 1}, {"items", std::move(items)}};
+  nlohmann::json list = nlohmann::json::object();
+  list["type"] = "array";
+  list["minItems"] = 1;
+  list["items"] = std::move(items);
+  return list;
 }
 
 }  // namespace
@@ -38,12 +47,12 @@ nlohmann::json scenario_json_schema(const Platform& platform) {
       platform.providers, "provider",
       [&](const HostProvider& provider) { return host_schema_for(platform, provider); },
       [](const HostProvider& provider) { return provider.name(); }));
-  properties["setup"] = {
-      {"type", "array"},
-      {"items", one_of(
-                    platform.setup_steps, "step",
-                    [&](const SetupStep& step) { return step_schema_for(platform, step); },
-                    [](const SetupStep& step) { return step.kind(); })}};
+  properties["setup"] = nlohmann::json::object();
+  properties["setup"]["type"] = "array";
+  properties["setup"]["items"] = one_of(
+      platform.setup_steps, "step",
+      [&](const SetupStep& step) { return step_schema_for(platform, step); },
+      [](const SetupStep& step) { return step.kind(); });
   properties["benchmarks"] = non_empty_list_of(one_of(
       platform.tools, "tool",
       [&](const Benchmark& tool) { return benchmark_schema_for(platform, &tool); },
