@@ -148,5 +148,4 @@ class Benchmark {
                        PublishedFigures& /*figures*/) const {}
 };
 
-
 }  // namespace ernic

@@ -257,9 +257,9 @@ std::vector<std::pair<std::string, std::string>> programs_to_check(const Platfor
 std::vector<DoctorCheck> run_doctor_checks(const DoctorOptions& options) {
   auto programs = programs_to_check(*options.platform);
   return {
-      check_accelerator(), check_libvirtd(options.start_daemons, options.apply_fixes),
-      check_vfio_user(),   check_network_admin(options.proc_root),
-      check_memlock(),     check_socket_buffers(options.proc_root, options.apply_fixes),
+      check_accelerator(),   check_libvirtd(options.start_daemons, options.apply_fixes),
+      check_vfio_user(),     check_network_admin(options.proc_root),
+      check_memlock(),       check_socket_buffers(options.proc_root, options.apply_fixes),
       check_tools(programs), check_guest_kernel(),
   };
 }

@@ -61,7 +61,8 @@ void register_doctor_command(CLI::App& app, CommandContext& context) {
                    "Do not start virtlogd/libvirtd when they are not running");
   doctor->add_flag("--fix", flags->fix,
                    "Apply the safe fixes (socket buffer sysctls, libvirt's dnsmasq folder)");
-  doctor->callback([flags, &context] { context.exit_code = run_doctor(*flags, *context.platform); });
+  doctor->callback(
+      [flags, &context] { context.exit_code = run_doctor(*flags, *context.platform); });
 }
 
 }  // namespace ernic

@@ -90,6 +90,7 @@ TEST_CASE("the dry run shows every instance's environment and command line") {
   CHECK(lines[1].find("tcp:worker:127.0.0.1:6320") != std::string::npos);
   CHECK(lines[0].find("--socket '/tmp/ernic-ext-<token>/instance1.sock'") != std::string::npos);
   CHECK(lines[0].find("--log-file runs/r/emulator/instance1.log") != std::string::npos);
-  CHECK(external_emulator().planned_facts(YAML::Load("{binary: /bin/ernic}"), context, 2).at(
-            "emulator_socket") == "/tmp/ernic-ext-<token>/instance2.sock");
+  CHECK(external_emulator()
+            .planned_facts(YAML::Load("{binary: /bin/ernic}"), context, 2)
+            .at("emulator_socket") == "/tmp/ernic-ext-<token>/instance2.sock");
 }

@@ -8,10 +8,10 @@
 #include <string_view>
 #include <vector>
 
+#include "common/program.h"
 #include "hosts/host.h"
 #include "run/cleanup_stack.h"
 #include "scenario/schema.h"
-#include "common/program.h"
 
 namespace ernic {
 
@@ -86,6 +86,5 @@ class HostProvider {
     return "unknown";
   }
 };
-
 
 }  // namespace ernic

@@ -19,7 +19,7 @@ struct PlannedPoint {
   PointParams params;
   std::uint16_t port = 0;
   bool port_fixed = false;  // the scenario chose it (`port:`): used as is, never re-reserved
-  int repetitions = 1;  // the entry's, unless the run's selection says otherwise (--repeat)
+  int repetitions = 1;      // the entry's, unless the run's selection says otherwise (--repeat)
 };
 
 // What a run will do, decided before anything starts (ninja's Plan): the executor only

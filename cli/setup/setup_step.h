@@ -43,5 +43,4 @@ class SetupStep {
                      OutputSink* log) const = 0;
 };
 
-
 }  // namespace ernic

@@ -33,11 +33,11 @@ TEST_CASE("an iperf3 scenario runs end to end and appends a history line with ev
   auto dir = fresh_dir("quickstart");
   auto before = namespaces();
   auto history = dir / "history.jsonl";
-  auto result = run_ernicctl({"run", kIperf3Scenario, "--runs-dir", (dir / "runs").string(),
-                              "--set", "history.path=" + history.string(), "--set",
-                              "benchmarks.tcp.params.duration=1s", "--set",
-                              "benchmarks.udp.params.duration=1s", "--output", "json"},
-                             {{"RUNNER_ENVIRONMENT", "github-hosted"}});
+  auto result = run_ernicctl(
+      {"run", kIperf3Scenario, "--runs-dir", (dir / "runs").string(), "--set",
+       "history.path=" + history.string(), "--set", "benchmarks.tcp.params.duration=1s", "--set",
+       "benchmarks.udp.params.duration=1s", "--output", "json"},
+      {{"RUNNER_ENVIRONMENT", "github-hosted"}});
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
   auto summary = json::parse(result.out);
