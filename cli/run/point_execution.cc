@@ -141,6 +141,7 @@ bool Executor::run_repetition(const PlannedPoint& point, int repetition, PointRe
   context.port = context.server && !point.port_fixed
                      ? runner_.server_port(*context.server, point.port)
                      : point.port;
+  result.port = context.server ? context.port : 0;
   context.timeout = entry.timeout;
 
   std::string log_name = fmt::format("{:03}-{}{}.log", point.index + 1, file_safe(point.id),

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -28,6 +29,7 @@ struct PointResult {
   std::vector<std::filesystem::path> logs;
   std::string server_command;
   std::string client_command;
+  std::uint16_t port = 0;  // the port the point's server listened on (0: no server)
   std::vector<Sample> samples;
   nlohmann::json details;  // the last repetition's parser output
   double duration_s = 0;

@@ -1,5 +1,6 @@
 // SIGKILL of `ernicctl run` at random moments: nothing it started survives it (emulator
-// instances, load generators, tools), and `ernicctl down` removes everything it left.
+// instances, load generators, tools), and `ernicctl down` removes everything it left. A frozen
+// emulator instance (SIGSTOP) stops the run promptly, naming the instance that lost its peer.
 #include <signal.h>
 #include <unistd.h>
 
@@ -74,7 +75,90 @@ std::vector<std::string> traces_of(const std::string& token) {
   return found;
 }
 
+// The pid of the running process whose command line holds every one of `parts`.
+std::optional<pid_t> process_with(const std::vector<std::string>& parts) {
+  std::optional<pid_t> found;
+  count_running_processes([&](const fs::path& proc) {
+    std::ifstream in(proc / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (const std::string& part : parts) {
+      if (cmdline.find(part) == std::string::npos) {
+        return false;
+      }
+    }
+    found = static_cast<pid_t>(std::stol(proc.filename().string()));
+    return true;
+  });
+  return found;
+}
+
+int files_in(const fs::path& dir) {
+  std::error_code ignored;
+  int count = 0;
+  for (auto it = fs::directory_iterator(dir, ignored); it != fs::directory_iterator(); ++it) {
+    ++count;
+  }
+  return count;
+}
+
 }  // namespace
+
+TEST_CASE("a frozen emulator worker stops ernicctl run within seconds, naming the instance") {
+  auto dir = fresh_dir("frozen-worker");
+  const std::string marker = "ERNIC_KILL_TEST=" + std::to_string(getpid()) + "-frozen";
+  std::vector<std::string> argv = {ERNIC_BINARY,
+                                   "run",
+                                   kQuickstart,
+                                   "--runs-dir",
+                                   (dir / "runs").string(),
+                                   "--set",
+                                   "history.path=" + (dir / "history.jsonl").string()};
+  auto process =
+      ernic::Subprocess::spawn({.argv = argv,
+                                .env = {{"ERNIC_KILL_TEST", marker.substr(marker.find('=') + 1)}},
+                                .netns_path = "",
+                                .stdin_file = ""},
+                               {});
+  std::optional<std::string> token;
+  REQUIRE(eventually([&] { return (token = run_token_of(process->pid())).has_value(); }, 20s));
+  INFO("run " << *token);
+  // Mid-run: a few points have their logs (the instances are up and carrying traffic).
+  fs::path steps;
+  REQUIRE(eventually(
+      [&] {
+        std::error_code not_yet;
+        for (auto it = fs::directory_iterator(dir / "runs", not_yet);
+             it != fs::directory_iterator(); ++it) {
+          steps = it->path() / "steps";
+        }
+        return !steps.empty() && files_in(steps) >= 3;
+      },
+      60s));
+  std::optional<pid_t> worker;
+  REQUIRE(eventually(
+      [&] {
+        return (worker = process_with(
+                    {"emulator", "tcp:worker", "/tmp/ernic-" + *token + "/ernic2.sock"}))
+            .has_value();
+      },
+      5s));
+  const auto frozen_at = std::chrono::steady_clock::now();
+  REQUIRE(::kill(*worker, SIGSTOP) == 0);
+  // The manager's heartbeats (3 s) declare the worker gone; the run stops on its own.
+  REQUIRE(process->wait_until(frozen_at + 15s, false) == ernic::Subprocess::WaitEnd::kExited);
+  const auto stopped_after = std::chrono::steady_clock::now() - frozen_at;
+  process->finish_output();
+  const std::string printed = process->stdout_text() + process->stderr_text();
+  INFO(printed);
+  CHECK(stopped_after < 10s);
+  CHECK(process->exit_code() != 0);
+  CHECK_THAT(printed,
+             Catch::Contains("emulator instance 1") && Catch::Contains("lost 1 mesh peer"));
+  // The stopped worker is not left behind: teardown kills what does not stop on its own.
+  CHECK(eventually([&] { return processes_marked(marker) == 0; }, 10s));
+  CHECK(traces_of(*token).empty());
+  fs::remove_all(dir);
+}
 
 TEST_CASE("SIGKILL of ernicctl run leaves nothing running, and down leaves nothing at all") {
   auto dir = fresh_dir("kill");

@@ -1,6 +1,8 @@
 // The perftest, ibv_rc_pingpong and fio modules driven by the real executor (server start,
 // readiness by listening port, client, parse, server collected) on local hosts, with the
 // replay program standing in for the RDMA tools: recorded outputs, real processes and sockets.
+#include <set>
+
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
@@ -17,19 +19,18 @@ namespace {
 using testing::ReplayTools;
 using testing::ScopedReplayEnvironment;
 
-std::string perftest_scenario(std::uint16_t port) {
-  return fmt::format(R"(version: 1
+std::string perftest_scenario() {
+  return std::string(R"(version: 1
 name: replayed-perftest
 runner: local
 hosts:
-  - {{name: server, provider: local}}
-  - {{name: client, provider: local}}
+  - {name: server, provider: local}
+  - {name: client, provider: local}
 benchmarks:
   - name: rdma
     tool: perftest
     server: server
     client: client
-    port: {}
     timeout: 20s
     params:
       verb: [send, write, read]
@@ -37,8 +38,7 @@ benchmarks:
       size: 64KiB
 history:
   enabled: false
-)",
-                     port);
+)");
 }
 
 struct ReplayedRun {
@@ -81,14 +81,10 @@ TEST_CASE("perftest module through the executor: results and every kind of failu
   tools.record_sample("ib_read_lat.client.stdout", "ib_read_lat_s64.client.txt");
   ScopedReplayEnvironment environment(tools);
 
-  std::uint16_t port = testing::unused_tcp_port();
-  if (port > 64990) {
-    port = 40000;
-  }
   // The recorded latency outputs are for 64-byte messages.
   const Platform platform = builtin_platform();
   LoadResult loaded =
-      load_scenario_text(platform, perftest_scenario(port), "replayed-perftest.yaml", {});
+      load_scenario_text(platform, perftest_scenario(), "replayed-perftest.yaml", {});
   INFO((loaded.diagnostics.empty() ? "" : loaded.diagnostics.front().format()));
   REQUIRE(loaded.scenario.has_value());
   Scenario scenario = *loaded.scenario;
@@ -116,10 +112,9 @@ TEST_CASE("perftest module through the executor: results and every kind of failu
   CHECK(send_bw.samples[0].metrics.at("bw_peak_GBs") == Approx(9.86 * 1048576 / 1e9));
   CHECK(send_bw.samples[0].metrics.at("bw_avg_GBs") == Approx(8.29 * 1048576 / 1e9));
   CHECK(send_bw.server_command ==
-        fmt::format("ib_send_bw -s 65536 -n 1000 --report_gbits -p {}", send_bw.point->port));
+        fmt::format("ib_send_bw -s 65536 -n 1000 --report_gbits -p {}", send_bw.port));
   CHECK(send_bw.client_command ==
-        fmt::format("ib_send_bw -s 65536 -n 1000 --report_gbits -p {} 127.0.0.1",
-                    send_bw.point->port));
+        fmt::format("ib_send_bw -s 65536 -n 1000 --report_gbits -p {} 127.0.0.1", send_bw.port));
 
   const PointResult& write_bw = run.point("rdma[verb=write,mode=bw");
   CHECK(write_bw.status == PointStatus::kFailed);
@@ -140,8 +135,7 @@ TEST_CASE("perftest module through the executor: results and every kind of failu
   REQUIRE(send_lat.status == PointStatus::kPassed);
   CHECK(send_lat.samples[0].metrics.at("lat_typical_us") == Approx(23112.66));
   CHECK(send_lat.samples[0].metrics.at("lat_max_us") == Approx(52816.43));
-  CHECK(send_lat.server_command ==
-        fmt::format("ib_send_lat -s 64 -n 1000 -p {}", send_lat.point->port));
+  CHECK(send_lat.server_command == fmt::format("ib_send_lat -s 64 -n 1000 -p {}", send_lat.port));
 
   const PointResult& write_lat = run.point("rdma[verb=write,mode=lat");
   CHECK(write_lat.status == PointStatus::kFailed);
@@ -156,13 +150,18 @@ TEST_CASE("perftest module through the executor: results and every kind of failu
   // Every command ran for real, each server before its client, on the point's own port.
   std::vector<std::string> invocations = tools.invocations();
   REQUIRE(invocations.size() == 12);
+  std::set<std::uint16_t> ports;
   for (std::size_t i = 0; i < plan.points.size(); ++i) {
-    std::string port_text = std::to_string(plan.points[i].port);
+    // Local servers take their ports from the run's block, below the ephemeral range.
+    CHECK(run.result.points[i].port >= PortBlock::kFirstPort);
+    ports.insert(run.result.points[i].port);
+    std::string port_text = std::to_string(run.result.points[i].port);
     CHECK_THAT(invocations[2 * i],
                Catch::Contains(" server ") && Catch::EndsWith("-p " + port_text));
     CHECK_THAT(invocations[2 * i + 1],
                Catch::Contains(" client ") && Catch::EndsWith("-p " + port_text + " 127.0.0.1"));
   }
+  CHECK(ports.size() == plan.points.size());
   std::error_code ignored;
   std::filesystem::remove_all(runs, ignored);
 }
@@ -182,33 +181,27 @@ TEST_CASE("pingpong and fio modules through the executor", "[replay][driver]") {
   tools.record_sample("fio.client.stdout", "fio-3.33-json-with-note-prefix.txt");
   ScopedReplayEnvironment environment(tools);
 
-  std::uint16_t port = testing::unused_tcp_port();
-  if (port > 64990) {
-    port = 40000;
-  }
-  std::string text = fmt::format(R"(version: 1
+  std::string text = R"(version: 1
 name: replayed-pingpong-fio
 runner: local
 hosts:
-  - {{name: server, provider: local}}
-  - {{name: client, provider: local}}
+  - {name: server, provider: local}
+  - {name: client, provider: local}
 benchmarks:
   - name: pp
     tool: pingpong
     server: server
     client: client
-    port: {}
     timeout: 20s
-    params: {{size: 4KiB, iterations: 100}}
+    params: {size: 4KiB, iterations: 100}
   - name: disk
     tool: fio
     client: client
     timeout: 20s
-    params: {{filename: /dev/null, bs: [4KiB]}}
+    params: {filename: /dev/null, bs: [4KiB]}
 history:
   enabled: false
-)",
-                                 port);
+)";
   const Platform platform = builtin_platform();
   LoadResult loaded = load_scenario_text(platform, text, "replayed.yaml", {});
   INFO((loaded.diagnostics.empty() ? "" : loaded.diagnostics.front().format()));
@@ -227,7 +220,7 @@ history:
   CHECK(result.points[0].samples.at(0).metrics.at("bw_Mbps") == Approx(1000.5));
   CHECK(result.points[0].samples.at(0).metrics.at("lat_per_iter_us") == Approx(65.5));
   CHECK(result.points[0].client_command ==
-        fmt::format("ibv_rc_pingpong -n 100 -s 4096 -p {} 127.0.0.1", plan.points[0].port));
+        fmt::format("ibv_rc_pingpong -n 100 -s 4096 -p {} 127.0.0.1", result.points[0].port));
   CHECK(result.points[1].samples.at(0).metrics.at("iops") == Approx(476118.226321));
   CHECK(result.points[1].client_command ==
         "fio --name=ernic --filename=/dev/null --rw=randread --bs=4096 --size=67108864 "

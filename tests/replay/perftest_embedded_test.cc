@@ -17,10 +17,6 @@ TEST_CASE("perftest module drives ernicctl's load generator on embedded emulator
       (std::filesystem::temp_directory_path() / "ernic-embedded-perftest-XXXXXX").string();
   REQUIRE(::mkdtemp(pattern.data()) != nullptr);
   std::filesystem::path root = pattern;
-  std::uint16_t port = testing::unused_tcp_port();
-  if (port > 64990) {
-    port = 40000;
-  }
   {
     std::ofstream scenario(root / "embedded.yaml");
     scenario << fmt::format(R"(version: 1
@@ -35,13 +31,12 @@ benchmarks:
     tool: perftest
     server: server
     client: client
-    port: {}
     timeout: 60s
     params: {{verb: send, mode: [bw, lat], size: [4KiB, 1MiB], iterations: 100}}
 history:
   path: {}
 )",
-                            port, (root / "history.jsonl").string());
+                            (root / "history.jsonl").string());
   }
   SpawnOptions options;
   options.argv = {ERNIC_BINARY,

@@ -4,8 +4,6 @@
 // temporary directory and writes the recordings it replays. Everything is removed when the
 // object goes away.
 
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -16,6 +14,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "run/port_block.h"
 
 namespace ernic::testing {
 
@@ -36,17 +36,11 @@ inline std::string read_text_file(const std::filesystem::path& path) {
   return text.str();
 }
 
-// A TCP port nobody listens on right now (the kernel's pick for an ephemeral bind).
+// A TCP port nobody listens on right now, from a block of ports no concurrent ernicctl run or
+// test process holds, below the kernel's ephemeral range (so no outgoing connection takes it).
 inline std::uint16_t unused_tcp_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
+  static PortBlock block;
+  return block.take();
 }
 
 class ReplayTools {

@@ -19,6 +19,7 @@
 
 #include "hosts/local_host.h"
 #include "private_home.h"
+#include "run/port_block.h"
 
 extern char** environ;
 
@@ -99,20 +100,11 @@ std::vector<pid_t> descendants_of(pid_t root) {
   return found;
 }
 
-std::uint16_t free_port(const std::string& address) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in socket_address{};
-  socket_address.sin_family = AF_INET;
-  socket_address.sin_port = 0;
-  inet_pton(AF_INET, address.c_str(), &socket_address.sin_addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&socket_address), sizeof socket_address) != 0) {
-    close(fd);
-    throw std::runtime_error("cannot find a free port on " + address);
-  }
-  socklen_t length = sizeof socket_address;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&socket_address), &length);
-  close(fd);
-  return ntohs(socket_address.sin_port);
+// A port from a block no concurrent test process or ernicctl run holds, below the kernel's
+// ephemeral range, so that no outgoing connection of another program takes it before sshd binds.
+std::uint16_t free_port() {
+  static PortBlock block;
+  return block.take();
 }
 
 bool listens_in(pid_t pid, std::uint16_t port) {
@@ -240,9 +232,7 @@ SshdServer::SshdServer(SshdOptions options) : options_(std::move(options)) {
   }
   directory_ = pattern;
   try {
-    port_ = options_.port != 0        ? options_.port
-            : !options_.netns.empty() ? 22
-                                      : free_port(options_.listen_address);
+    port_ = options_.port != 0 ? options_.port : !options_.netns.empty() ? 22 : free_port();
     // sshd insists on its privilege separation directory.
     std::filesystem::create_directories("/run/sshd");
     run_checked({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ernic-test-host", "-f",
