@@ -35,88 +35,116 @@ struct PointSpec {
   std::uint64_t size;
 };
 
-}  // namespace
+constexpr PointSpec kPoints[] = {
+    {"bw", "send", 4096},  {"bw", "send", 65536},  {"bw", "send", 1048576},  {"bw", "write", 65536},
+    {"lat", "send", 4096}, {"lat", "send", 65536}, {"lat", "send", 1048576}, {"tcp", "", 0},
+};
 
-nlohmann::json synthetic_record(std::size_t index, const SyntheticOptions& options) {
-  std::mt19937_64 rng(options.seed * 1000003 + index);
-  std::normal_distribution<double> noise(1.0, options.noise);
-  const std::string& runner = options.runner_classes[index % options.runner_classes.size()];
-  bool hosted = runner == "github-hosted";
-  std::string run_id = fmt::format("{}", 40000000000ULL + index);
-  std::string sha = fmt::format("{:08x}", static_cast<std::uint32_t>(rng()));
+// The random part of a record, deterministic for a seed and index: the draws are taken in one
+// fixed order (the sha, then each sample, then the hosts' T_init).
+class Draws {
+ public:
+  Draws(std::uint64_t seed, double spread) : rng_(seed), noise_(1.0, spread) {}
+  std::uint32_t bits() { return static_cast<std::uint32_t>(rng_()); }
+  double noise() { return noise_(rng_); }
 
-  static constexpr PointSpec kPoints[] = {
-      {"bw", "send", 4096},     {"bw", "send", 65536}, {"bw", "send", 1048576},
-      {"bw", "write", 65536},   {"lat", "send", 4096}, {"lat", "send", 65536},
-      {"lat", "send", 1048576}, {"tcp", "", 0},
-  };
-  nlohmann::json points = nlohmann::json::array();
-  nlohmann::json series_bw = nlohmann::json::object();
-  nlohmann::json series_lat = nlohmann::json::object();
-  double tcp_median = 0;
-  for (const auto& spec : kPoints) {
-    nlohmann::json point;
-    nlohmann::json samples = nlohmann::json::array();
-    std::vector<double> primary;
-    double scale = hosted ? 0.6 : 1.0;
-    for (std::size_t rep = 1; rep <= options.repetitions; ++rep) {
-      nlohmann::json metrics;
-      std::string kind = spec.kind;
-      if (kind == "bw") {
-        double base = spec.size == 4096 ? 0.3 : (spec.size == 65536 ? 2.4 : 5.5);
-        double avg = round_to(base * scale * noise(rng), 3);
-        metrics = {{"bw_avg_GBs", avg},
-                   {"bw_peak_GBs", round_to(avg * 1.04, 3)},
-                   {"msg_rate_mpps", round_to(avg * 1e3 / static_cast<double>(spec.size), 4)}};
-        primary.push_back(avg * 1.04);
-      } else if (kind == "lat") {
-        double base = spec.size == 4096 ? 245 : (spec.size == 65536 ? 257 : 673);
-        double typical = round_to(base / scale * noise(rng), 2);
-        metrics = {{"lat_typical_us", typical}, {"lat_p99_us", round_to(typical * 1.3, 2)}};
-        primary.push_back(typical);
-      } else {
-        double bw = round_to(0.34 * scale * noise(rng), 3);
-        metrics = {{"bandwidth_GBs", bw}};
-        primary.push_back(bw);
-      }
-      samples.push_back(
-          {{"rep", rep}, {"warm", rep > 1}, {"duration_s", 1.5}, {"metrics", metrics}});
-    }
-    double median = ernic::median(primary);
+ private:
+  std::mt19937_64 rng_;
+  std::normal_distribution<double> noise_;
+};
+
+struct Sample {
+  nlohmann::json metrics;
+  double primary;  // the value the point's series and badges take the median of
+};
+
+// One repetition's metrics; `scale` slows down the github-hosted runners.
+Sample synthetic_sample(const PointSpec& spec, double scale, Draws& draws) {
+  std::string kind = spec.kind;
+  if (kind == "bw") {
+    double base = spec.size == 4096 ? 0.3 : (spec.size == 65536 ? 2.4 : 5.5);
+    double avg = round_to(base * scale * draws.noise(), 3);
+    return {{{"bw_avg_GBs", avg},
+             {"bw_peak_GBs", round_to(avg * 1.04, 3)},
+             {"msg_rate_mpps", round_to(avg * 1e3 / static_cast<double>(spec.size), 4)}},
+            avg * 1.04};
+  }
+  if (kind == "lat") {
+    double base = spec.size == 4096 ? 245 : (spec.size == 65536 ? 257 : 673);
+    double typical = round_to(base / scale * draws.noise(), 2);
+    return {{{"lat_typical_us", typical}, {"lat_p99_us", round_to(typical * 1.3, 2)}}, typical};
+  }
+  double bw = round_to(0.34 * scale * draws.noise(), 3);
+  return {{{"bandwidth_GBs", bw}}, bw};
+}
+
+// What the point is: id, tool, parameters, commands and the metrics it declares.
+nlohmann::json point_description(const PointSpec& spec) {
+  std::string kind = spec.kind;
+  if (kind == "tcp") {
+    return {{"id", "tcp[protocol=tcp,reverse=false]"},
+            {"benchmark", "tcp"},
+            {"tool", "iperf3"},
+            {"params", {{"protocol", "tcp"}, {"reverse", "false"}, {"duration", "2000"}}},
+            {"commands",
+             {{"server", "iperf3 -s -1 --bind 10.77.0.1 -J"},
+              {"client", "iperf3 -c 10.77.0.1 -t 2 -b 0 -J"}}},
+            {"metrics", {{"bandwidth_GBs", {{"unit", "GB/s"}, {"better", "higher"}}}}}};
+  }
+  std::string tool = fmt::format("ib_{}_{}", spec.verb, kind);
+  nlohmann::json point = {
+      {"id", fmt::format("{}[verb={},size={}]", kind, spec.verb, spec.size)},
+      {"benchmark", kind == "bw" ? "bandwidth" : "latency"},
+      {"tool", "perftest"},
+      {"params", {{"verb", spec.verb}, {"size", std::to_string(spec.size)}}},
+      {"commands",
+       {{"server", fmt::format("{} -d rxe0 -x 1 -s {} -n 1000", tool, spec.size)},
+        {"client", fmt::format("{} -d rxe0 -x 1 -s {} -n 1000 10.77.0.1", tool, spec.size)}}}};
+  if (kind == "bw") {
+    point["metrics"] = {{"bw_avg_GBs", {{"unit", "GB/s"}, {"better", "higher"}}},
+                        {"bw_peak_GBs", {{"unit", "GB/s"}, {"better", "higher"}}},
+                        {"msg_rate_mpps", {{"unit", "Mpps"}, {"better", "higher"}}}};
+  } else {
+    point["metrics"] = {{"lat_typical_us", {{"unit", "us"}, {"better", "lower"}}},
+                        {"lat_p99_us", {{"unit", "us"}, {"better", "lower"}}}};
+  }
+  return point;
+}
+
+// The medians the record's series and badges show.
+struct Medians {
+  nlohmann::json bandwidth = nlohmann::json::object();  // send, by size
+  nlohmann::json latency = nlohmann::json::object();
+  double tcp = 0;
+
+  void add(const PointSpec& spec, double median) {
     std::string kind = spec.kind;
     if (kind == "tcp") {
-      point = {{"id", "tcp[protocol=tcp,reverse=false]"},
-               {"benchmark", "tcp"},
-               {"tool", "iperf3"},
-               {"params", {{"protocol", "tcp"}, {"reverse", "false"}, {"duration", "2000"}}},
-               {"commands",
-                {{"server", "iperf3 -s -1 --bind 10.77.0.1 -J"},
-                 {"client", "iperf3 -c 10.77.0.1 -t 2 -b 0 -J"}}},
-               {"metrics", {{"bandwidth_GBs", {{"unit", "GB/s"}, {"better", "higher"}}}}}};
-      tcp_median = median;
-    } else {
-      std::string tool = fmt::format("ib_{}_{}", spec.verb, kind);
-      point = {
-          {"id", fmt::format("{}[verb={},size={}]", kind, spec.verb, spec.size)},
-          {"benchmark", kind == "bw" ? "bandwidth" : "latency"},
-          {"tool", "perftest"},
-          {"params", {{"verb", spec.verb}, {"size", std::to_string(spec.size)}}},
-          {"commands",
-           {{"server", fmt::format("{} -d rxe0 -x 1 -s {} -n 1000", tool, spec.size)},
-            {"client", fmt::format("{} -d rxe0 -x 1 -s {} -n 1000 10.77.0.1", tool, spec.size)}}}};
-      if (kind == "bw") {
-        point["metrics"] = {{"bw_avg_GBs", {{"unit", "GB/s"}, {"better", "higher"}}},
-                            {"bw_peak_GBs", {{"unit", "GB/s"}, {"better", "higher"}}},
-                            {"msg_rate_mpps", {{"unit", "Mpps"}, {"better", "higher"}}}};
-        if (std::string(spec.verb) == "send") {
-          series_bw[std::to_string(spec.size)] = round_to(median, 3);
-        }
-      } else {
-        point["metrics"] = {{"lat_typical_us", {{"unit", "us"}, {"better", "lower"}}},
-                            {"lat_p99_us", {{"unit", "us"}, {"better", "lower"}}}};
-        series_lat[std::to_string(spec.size)] = round_to(median, 2);
+      tcp = median;
+    } else if (kind == "bw") {
+      if (std::string(spec.verb) == "send") {
+        bandwidth[std::to_string(spec.size)] = round_to(median, 3);
       }
+    } else {
+      latency[std::to_string(spec.size)] = round_to(median, 2);
     }
+  }
+};
+
+nlohmann::json synthetic_points(const SyntheticOptions& options, double scale, Draws& draws,
+                                Medians& medians) {
+  nlohmann::json points = nlohmann::json::array();
+  for (const auto& spec : kPoints) {
+    nlohmann::json samples = nlohmann::json::array();
+    std::vector<double> primary;
+    for (std::size_t rep = 1; rep <= options.repetitions; ++rep) {
+      Sample sample = synthetic_sample(spec, scale, draws);
+      primary.push_back(sample.primary);
+      samples.push_back(
+          {{"rep", rep}, {"warm", rep > 1}, {"duration_s", 1.5}, {"metrics", sample.metrics}});
+    }
+    medians.add(spec, ernic::median(primary));
+    nlohmann::json point = point_description(spec);
     point["status"] = "passed";
     point["reason"] = nullptr;
     point["repetitions"] = options.repetitions;
@@ -125,17 +153,13 @@ nlohmann::json synthetic_record(std::size_t index, const SyntheticOptions& optio
     point["samples"] = std::move(samples);
     points.push_back(std::move(point));
   }
-  nlohmann::json record;
-  record["generated"] = timestamp(index, "%Y-%m-%d %H:%M:%S UTC");
-  record["sha"] = sha;
-  record["run_id"] = run_id;
-  record["node"] = hosted ? "fv-az123" : "ernic-lab-1";
-  record["runner"] = runner;
-  record["series"] = {{"bandwidth", series_bw}, {"latency", series_lat}};
-  record["badges"] = {{"rdma_bw_GBs", series_bw["1048576"]},
-                      {"tcp_bw_GBs", round_to(tcp_median, 3)},
-                      {"nvmeof_iops_M", nullptr}};
-  record["ernicctl"] = {
+  return points;
+}
+
+nlohmann::json ernicctl_part(std::size_t index, const SyntheticOptions& options,
+                             const std::string& sha, const std::string& node, nlohmann::json points,
+                             Draws& draws) {
+  return {
       {"schema", 1},
       {"version", "0.1.0"},
       {"git_sha", sha},
@@ -150,7 +174,7 @@ nlohmann::json synthetic_record(std::size_t index, const SyntheticOptions& optio
       {"accelerator", "kvm"},
       {"functional_only", false},
       {"environment",
-       {{"hostname", record["node"]},
+       {{"hostname", node},
         {"kernel", "6.1.0-28-amd64"},
         {"cpu_model", "synthetic CPU"},
         {"cpu_cores", 2}}},
@@ -158,12 +182,12 @@ nlohmann::json synthetic_record(std::size_t index, const SyntheticOptions& optio
        {{{"name", "guest1"},
          {"provider", "libvirt"},
          {"address", "192.168.200.10"},
-         {"t_init_s", round_to(30 * noise(rng), 2)},
+         {"t_init_s", round_to(30 * draws.noise(), 2)},
          {"vcpus", 4}},
         {{"name", "guest2"},
          {"provider", "libvirt"},
          {"address", "192.168.200.20"},
-         {"t_init_s", round_to(31 * noise(rng), 2)},
+         {"t_init_s", round_to(31 * draws.noise(), 2)},
          {"vcpus", 4}}}},
       {"tools", {{"perftest", "6.06"}, {"iperf3", "3.12"}}},
       {"emulator", {{"kind", "embedded"}}},
@@ -174,6 +198,30 @@ nlohmann::json synthetic_record(std::size_t index, const SyntheticOptions& optio
          {"b", "bw[verb=write,size=65536]"},
          {"metric", "bw_avg_GBs"}}}},
   };
+}
+
+}  // namespace
+
+nlohmann::json synthetic_record(std::size_t index, const SyntheticOptions& options) {
+  Draws draws(options.seed * 1000003 + index, options.noise);
+  const std::string& runner = options.runner_classes[index % options.runner_classes.size()];
+  bool hosted = runner == "github-hosted";
+  std::string sha = fmt::format("{:08x}", draws.bits());
+  Medians medians;
+  nlohmann::json points = synthetic_points(options, hosted ? 0.6 : 1.0, draws, medians);
+
+  nlohmann::json record;
+  record["generated"] = timestamp(index, "%Y-%m-%d %H:%M:%S UTC");
+  record["sha"] = sha;
+  record["run_id"] = fmt::format("{}", 40000000000ULL + index);
+  record["node"] = hosted ? "fv-az123" : "ernic-lab-1";
+  record["runner"] = runner;
+  record["series"] = {{"bandwidth", medians.bandwidth}, {"latency", medians.latency}};
+  record["badges"] = {{"rdma_bw_GBs", medians.bandwidth["1048576"]},
+                      {"tcp_bw_GBs", round_to(medians.tcp, 3)},
+                      {"nvmeof_iops_M", nullptr}};
+  record["ernicctl"] = ernicctl_part(index, options, sha, record["node"].get<std::string>(),
+                                     std::move(points), draws);
   return record;
 }
 

@@ -3,16 +3,18 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
-#include <charconv>
 #include <cmath>
 #include <set>
 
+#include "benchmarks/perftest_errors.h"
 #include "benchmarks/tool_text.h"
 
 namespace ernic {
 namespace {
 
+using perftest_errors::error_hint;
+using perftest_errors::is_error_line;
+using perftest_errors::is_known_warning;
 using tool_text::contains;
 using tool_text::parse_number;
 using tool_text::parse_unsigned;
@@ -20,99 +22,6 @@ using tool_text::printable;
 using tool_text::split_lines;
 using tool_text::split_words;
 using tool_text::trim;
-
-constexpr std::string_view kTool = "perftest";
-
-// Known perftest (and verbs) error texts, with what they usually mean. Matched anywhere in a
-// line, because perftest prefixes some with a function name or a pid.
-struct KnownError {
-  std::string_view text;
-  std::string_view hint;
-};
-
-constexpr std::array kKnownErrors{
-    KnownError{"Couldn't connect to",
-               "the server is not listening there: not started, wrong address or port, or "
-               "blocked"},
-    KnownError{"Unable to init the socket connection",
-               "the out-of-band connection to the other side failed"},
-    KnownError{"Completion with error", "a work request failed mid-run (peer or device error)"},
-    KnownError{"Couldn't create CQ",
-               "usually RLIMIT_MEMLOCK is too small (check `ulimit -l`; run the memlock setup "
-               "step)"},
-    KnownError{"Couldn't allocate MR",
-               "usually RLIMIT_MEMLOCK is too small (check `ulimit -l`; run the memlock setup "
-               "step)"},
-    KnownError{"Couldn't create QP",
-               "usually RLIMIT_MEMLOCK is too small (check `ulimit -l`; run the memlock setup "
-               "step)"},
-    KnownError{"Couldn't get context for the device",
-               "the RDMA device is missing or unusable (check the rdma-device setup step)"},
-    KnownError{"No IB devices found", "the host has no RDMA device"},
-    KnownError{"not found", "the RDMA device named with -d does not exist on this host"},
-    KnownError{"state is Down", "the RDMA port is down"},
-    KnownError{"ADDR_ERROR", "rdma_cm could not resolve the server address (-R)"},
-    KnownError{"Couldn't read remote address",
-               "the other side went away during the connection handshake"},
-    KnownError{"Failed to modify QP",
-               "the queue pair could not be connected (wrong GID index or unreachable peer)"},
-};
-
-// Words that mark a line as a failure report when no known text matched.
-constexpr std::array kErrorWords{std::string_view("Couldn't "),  std::string_view("Unable to "),
-                                 std::string_view("Failed to "), std::string_view("Failed status"),
-                                 std::string_view("ERRNO:"),     std::string_view("poll CQ failed"),
-                                 std::string_view("Error:"),     std::string_view("error:")};
-
-// ibv_wc_status values (rdma-core verbs.h), for "Failed status N".
-constexpr std::array<std::string_view, 22> kWcStatusNames{
-    "IBV_WC_SUCCESS",           "IBV_WC_LOC_LEN_ERR",
-    "IBV_WC_LOC_QP_OP_ERR",     "IBV_WC_LOC_EEC_OP_ERR",
-    "IBV_WC_LOC_PROT_ERR",      "IBV_WC_WR_FLUSH_ERR",
-    "IBV_WC_MW_BIND_ERR",       "IBV_WC_BAD_RESP_ERR",
-    "IBV_WC_LOC_ACCESS_ERR",    "IBV_WC_REM_INV_REQ_ERR",
-    "IBV_WC_REM_ACCESS_ERR",    "IBV_WC_REM_OP_ERR",
-    "IBV_WC_RETRY_EXC_ERR",     "IBV_WC_RNR_RETRY_EXC_ERR",
-    "IBV_WC_LOC_RDD_VIOL_ERR",  "IBV_WC_REM_INV_RD_REQ_ERR",
-    "IBV_WC_REM_ABORT_ERR",     "IBV_WC_INV_EECN_ERR",
-    "IBV_WC_INV_EEC_STATE_ERR", "IBV_WC_FATAL_ERR",
-    "IBV_WC_RESP_TIMEOUT_ERR",  "IBV_WC_GENERAL_ERR"};
-
-std::optional<std::string> error_hint(std::string_view line) {
-  constexpr std::string_view kFailedStatus = "Failed status ";
-  if (auto at = line.find(kFailedStatus); at != std::string_view::npos) {
-    std::string_view rest = line.substr(at + kFailedStatus.size());
-    unsigned status = 0;
-    auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), status);
-    if (ec == std::errc() && end != rest.data() && status < kWcStatusNames.size()) {
-      return fmt::format("work completion status {} is {}", status, kWcStatusNames[status]);
-    }
-  }
-  for (const KnownError& known : kKnownErrors) {
-    if (contains(line, known.text)) {
-      // "not found" alone is too common a phrase: only device lookups count.
-      if (known.text == "not found" && !contains(line, "device")) {
-        continue;
-      }
-      return std::string(known.hint);
-    }
-  }
-  return std::nullopt;
-}
-
-bool is_error_line(std::string_view line) {
-  if (error_hint(line)) {
-    return true;
-  }
-  return std::any_of(kErrorWords.begin(), kErrorWords.end(),
-                     [&](std::string_view word) { return contains(line, word); });
-}
-
-bool is_known_warning(std::string_view line) {
-  return contains(line, "Conflicting CPU frequency") ||
-         contains(line, "not recognized to implement") || contains(line, "WARNING") ||
-         contains(line, "Warning") || contains(line, "warning");
-}
 
 bool is_dashed_line(std::string_view line) {
   return line.size() >= 10 && line.find_first_not_of('-') == std::string_view::npos;
@@ -492,17 +401,6 @@ class Parser {
   bool saw_text_ = false;
 };
 
-// Bytes per second per unit of a bandwidth column.
-std::optional<double> bytes_per_second(std::string_view unit) {
-  if (unit == "MB/sec" || unit == "MiB/sec") {
-    return 1048576.0;  // perftest's "MB" has always been 2^20 bytes
-  }
-  if (unit == "Gb/sec") {
-    return 1e9 / 8;
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 const PerftestColumn* PerftestTable::column(std::string_view name) const {
@@ -552,113 +450,6 @@ const PerftestTable* PerftestOutput::table(PerftestSide side) const {
 
 PerftestOutput parse_perftest_output(std::string_view text) {
   return Parser().run(text);
-}
-
-std::map<std::string, double> perftest_row_metrics(const PerftestTable& table,
-                                                   const PerftestRow& row) {
-  std::map<std::string, double> metrics;
-  auto add = [&](const char* metric, std::string_view column_name, auto convert) {
-    const PerftestColumn* found = table.column(column_name);
-    std::optional<double> value = table.value(row, column_name);
-    if (found == nullptr || !value) {
-      return;
-    }
-    if (std::optional<double> converted = convert(found->unit, *value)) {
-      metrics[metric] = *converted;
-    }
-  };
-  auto to_gbs = [](const std::string& unit, double value) -> std::optional<double> {
-    auto scale = bytes_per_second(unit);
-    return scale ? std::optional<double>(value * *scale / 1e9) : std::nullopt;
-  };
-  auto to_us = [](const std::string& unit, double value) -> std::optional<double> {
-    return unit == "usec" ? std::optional<double>(value) : std::nullopt;
-  };
-  auto to_mpps = [](const std::string& unit, double value) -> std::optional<double> {
-    return unit == "Mpps" ? std::optional<double>(value) : std::nullopt;
-  };
-  add("bw_peak_GBs", "BW peak", to_gbs);
-  add("bw_avg_GBs", "BW average", to_gbs);
-  add("msg_rate_mpps", "MsgRate", to_mpps);
-  add("lat_min_us", "t_min", to_us);
-  add("lat_max_us", "t_max", to_us);
-  add("lat_typical_us", "t_typical", to_us);
-  add("lat_avg_us", "t_avg", to_us);
-  add("lat_stdev_us", "t_stdev", to_us);
-  add("lat_p99_us", "99% percentile", to_us);
-  add("lat_p999_us", "99.9% percentile", to_us);
-  return metrics;
-}
-
-const char* to_string(PerftestSide side) {
-  return side == PerftestSide::kServer ? "server" : "client";
-}
-
-const char* to_string(PerftestMode mode) {
-  return mode == PerftestMode::kBandwidth ? "bw" : "lat";
-}
-
-nlohmann::json perftest_output_to_json(const PerftestOutput& output) {
-  nlohmann::json tables = nlohmann::json::array();
-  for (const PerftestTable& table : output.tables) {
-    nlohmann::json units = nlohmann::json::object();
-    for (const auto& column : table.columns) {
-      if (!column.unit.empty()) {
-        units[column.name] = column.unit;
-      }
-    }
-    nlohmann::json rows = nlohmann::json::array();
-    for (const PerftestRow& row : table.rows) {
-      nlohmann::json columns = nlohmann::json::object();
-      for (std::size_t i = 0; i < table.columns.size() && i < row.values.size(); ++i) {
-        const std::string& name = table.columns[i].name;
-        if (name == "#bytes") {
-          columns[name] = row.bytes;
-        } else if (name == "#iterations") {
-          columns[name] = row.iterations;
-        } else if (row.values[i]) {
-          columns[name] = *row.values[i];
-        } else {
-          columns[name] = nullptr;  // printed as 0.00 (BW peak) or -nan: not measured
-        }
-      }
-      rows.push_back({{"line", row.line},
-                      {"size", row.bytes},
-                      {"columns", columns},
-                      {"metrics", perftest_row_metrics(table, row)}});
-    }
-    tables.push_back({{"test", table.test},
-                      {"verb", table.verb},
-                      {"mode", to_string(table.mode)},
-                      {"unit", table.unit()},
-                      {"units", units},
-                      {"side", to_string(table.side)},
-                      {"header_line", table.header_line},
-                      {"complete", table.closed && !table.rows.empty()},
-                      {"rows", rows}});
-  }
-  nlohmann::json data = {{"tool", kTool}, {"tables", tables}, {"warnings", output.warnings}};
-  if (!output.error.empty()) {
-    data["error"] = output.error;
-    data["error_line"] = output.error_line;
-  }
-  return data;
-}
-
-ParsedFile parse_perftest_file(std::string_view text) {
-  PerftestOutput output = parse_perftest_output(text);
-  ParsedFile file;
-  file.data = perftest_output_to_json(output);
-  if (!output.error.empty()) {
-    file.error = fmt::format("{}: {}", kTool, output.error);
-  }
-  return file;
-}
-
-OutputParser perftest_output_parser() {
-  return {std::string(kTool),
-          "perftest ib_{send,write,read}_{bw,lat} text output (either side, or both merged)",
-          &parse_perftest_file};
 }
 
 }  // namespace ernic

@@ -16,37 +16,23 @@
 #include <stdexcept>
 
 #include "common/interrupt.h"
+#include "image/guest_files.h"
 #include "image/local_process.h"
 
 namespace ernic {
 namespace fs = std::filesystem;
 namespace {
 
+using guest_files::kStaticAddressArg;
+using guest_files::read_text;
+using guest_files::write_limits;
+using guest_files::write_network_config;
+using guest_files::write_text;
+
 // Bump when the builder changes what it puts into an image: cached images then rebuild.
 constexpr const char* kBuilderVersion = "ernicctl-image-builder/2";
-constexpr const char* kStaticAddressArg = "ernic.net";
 
 using Seconds = std::chrono::duration<double>;
-
-std::string read_text(const fs::path& file) {
-  std::ifstream in(file);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void write_text(const fs::path& file, const std::string& content,
-                fs::perms mode = fs::perms(0644)) {
-  fs::create_directories(file.parent_path());
-  {
-    std::ofstream out(file, std::ios::trunc);
-    if (!out) {
-      throw std::runtime_error(fmt::format("cannot write {}", file.string()));
-    }
-    out << content;
-  }
-  fs::permissions(file, mode);
-}
 
 std::string join(const std::vector<std::string>& words, const std::string& separator) {
   std::string joined;
@@ -150,59 +136,6 @@ std::string tarball_name(const ImageRecipe& recipe) {
                      sha256_hex(identity).substr(0, 12));
 }
 
-// The guest's network at boot: DHCP by default (ClientIdentifier=mac, because the image's
-// machine-id is empty and would otherwise ask for a new lease every boot), or a static address
-// given on the kernel command line, written as a .network file before networkd starts (networkd
-// removes addresses it did not configure, so `ip addr add` later would be undone).
-void write_network_config(const fs::path& root) {
-  write_text(root / "etc/systemd/network/90-ernic-dhcp.network",
-             "[Match]\nName=en* eth*\n\n[Network]\nDHCP=ipv4\nLinkLocalAddressing=ipv6\n\n"
-             "[DHCPv4]\nClientIdentifier=mac\n");
-  write_text(root / "usr/local/sbin/ernic-net-config",
-             fmt::format(R"(#!/bin/sh
-# {0}=ADDRESS/PREFIX[,GATEWAY] on the kernel command line: a static address for the guest's
-# Ethernet NIC. networkd uses the first matching .network file in name order across /etc, /run
-# and /usr/lib, so 10-ernic-static wins over the DHCP default 90-ernic-dhcp.
-spec=""
-for word in $(cat /proc/cmdline); do
-  case "$word" in
-    {0}=*) spec="${{word#{0}=}}" ;;
-  esac
-done
-[ -n "$spec" ] || exit 0
-address="${{spec%%,*}}"
-gateway=""
-case "$spec" in
-  *,*) gateway="${{spec#*,}}" ;;
-esac
-mkdir -p /run/systemd/network
-{{
-  printf '[Match]\nName=en* eth*\n\n[Network]\nAddress=%s\nLinkLocalAddressing=ipv6\n' "$address"
-  if [ -n "$gateway" ]; then printf 'Gateway=%s\n' "$gateway"; fi
-}} > /run/systemd/network/10-ernic-static.network
-)",
-                         kStaticAddressArg),
-             fs::perms(0755));
-  write_text(root / "etc/systemd/system/ernic-net-config.service",
-             "[Unit]\nDescription=Static address from the kernel command line\n"
-             "DefaultDependencies=no\nBefore=systemd-networkd.service network-pre.target\n"
-             "Wants=network-pre.target\nAfter=local-fs.target\n\n"
-             "[Service]\nType=oneshot\nExecStart=/usr/local/sbin/ernic-net-config\n\n"
-             "[Install]\nWantedBy=sysinit.target\n");
-}
-
-void write_limits(const fs::path& root, const std::string& memlock) {
-  // RDMA pins memory: the distro default (8 MiB) fails a 4 MiB perftest with a misleading
-  // "Couldn't create CQ".
-  write_text(root / "etc/security/limits.d/90-rdma-memlock.conf",
-             fmt::format("* soft memlock {0}\n* hard memlock {0}\nroot soft memlock {0}\n"
-                         "root hard memlock {0}\n",
-                         memlock));
-  write_text(root / "etc/systemd/system.conf.d/90-rdma-memlock.conf",
-             fmt::format("[Manager]\nDefaultLimitMEMLOCK={}\n",
-                         memlock == "unlimited" ? "infinity" : memlock));
-}
-
 void copy_modules(Build& build, const ImageRecipe& recipe, const std::string& version,
                   const fs::path& root) {
   fs::path source = fs::path("/lib/modules") / version;
@@ -264,6 +197,292 @@ void remove_superseded_images(const fs::path& out_dir, const fs::path& keep,
   }
 }
 
+// Fails with the fix when the build host cannot build: not root, or a program missing.
+void check_build_host() {
+  if (::geteuid() != 0) {
+    throw std::runtime_error("building an image needs root (debootstrap and chroot)");
+  }
+  for (const char* tool : {"debootstrap", "mkfs.ext4", "qemu-img", "ssh-keygen", "depmod"}) {
+    if (!local_program_exists(tool)) {
+      throw std::runtime_error(
+          fmt::format("{} is not installed (fix: apt-get install debootstrap e2fsprogs qemu-utils "
+                      "openssh-client kmod)",
+                      tool));
+    }
+  }
+}
+
+// The staging folder of this build, not yet created (a stale one of the same name is removed).
+fs::path fresh_staging_dir(const fs::path& out_dir, const fs::path& final_dir) {
+  fs::create_directories(out_dir / "debootstrap");
+  fs::permissions(out_dir, fs::perms(0755));
+  fs::path staging =
+      out_dir / fmt::format(".staging-{}-{}", final_dir.filename().string(), ::getpid());
+  fs::remove_all(staging);
+  return staging;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point started) {
+  return Seconds(std::chrono::steady_clock::now() - started).count();
+}
+
+double tenths(double seconds) {
+  return std::round(seconds * 10) / 10;
+}
+
+// The stages of one build, run in order in the staging folder; each is timed for the manifest.
+class ImageStages {
+ public:
+  ImageStages(const ImageRecipe& recipe, const ImageBuildOptions& options,
+              std::string kernel_version, fs::path out_dir, fs::path staging)
+      : recipe_(recipe),
+        kernel_version_(std::move(kernel_version)),
+        out_dir_(std::move(out_dir)),
+        staging_(std::move(staging)),
+        work_(staging_ / "work"),
+        root_(work_ / "root"),
+        build_(options, staging_ / "build.log") {
+    fs::create_directories(staging_ / "host_keys");
+    fs::permissions(staging_, fs::perms(0755));
+    fs::create_directories(root_);
+  }
+
+  void run() {
+    fs::path tarball = out_dir_ / "debootstrap" / tarball_name(recipe_);
+    if (!fs::exists(tarball)) {
+      timed("download", "download packages (debootstrap --make-tarball, cached for later builds)",
+            [&] { download_packages(tarball); });
+    }
+    timed("debootstrap", "debootstrap " + recipe_.suite, [&] { unpack_packages(tarball); });
+    timed("modules", "kernel modules " + kernel_version_,
+          [&] { copy_modules(build_, recipe_, kernel_version_, root_); });
+    timed("configure", "system configuration", [&] { configure_system(); });
+    timed("ssh_keys", "SSH host keys and the image's user key", [&] {
+      create_host_keys();
+      create_user(create_user_key());
+    });
+    timed("packages", "package list and cleanup", [&] { record_packages(); });
+    timed("kernel", "kernel and initrd for direct kernel boot", [&] { copy_kernel(); });
+    timed("disk", "filesystem and qcow2", [&] { make_disk(); });
+    fs::remove_all(work_);
+  }
+
+  void write_manifest(std::chrono::steady_clock::time_point started) const {
+    nlohmann::json manifest = {
+        {"format", "ernicctl-image/1"},
+        {"name", recipe_.name},
+        {"recipe", recipe_.file.string()},
+        {"recipe_sha256", sha256_hex(recipe_.text)},
+        {"cache_key", image_cache_key(recipe_, kernel_version_)},
+        {"builder", kBuilderVersion},
+        {"built", utc_now()},
+        {"build_seconds", tenths(seconds_since(started))},
+        {"step_seconds", step_seconds_},
+        {"suite", recipe_.suite},
+        {"disk", "disk.qcow2"},
+        {"disk_format", "qcow2"},
+        {"disk_size", recipe_.disk_size},
+        {"kernel",
+         {{"version", kernel_version_},
+          {"image", "vmlinuz"},
+          {"initrd", "initrd.img"},
+          {"cmdline", recipe_.kernel_cmdline}}},
+        {"user",
+         {{"name", recipe_.user},
+          {"private_key", "id_ed25519"},
+          {"public_key", "id_ed25519.pub"},
+          {"sudo", recipe_.user_sudo},
+          {"root_login", recipe_.root_login}}},
+        {"network", {{"static_arg", kStaticAddressArg}, {"dhcp", "ClientIdentifier=mac"}}},
+        {"packages", packages_},
+    };
+    nlohmann::json keys = nlohmann::json::array();
+    for (const auto& key : host_keys_) {
+      std::string file = key.type == "ssh-ed25519" ? "host_keys/ssh_host_ed25519_key.pub"
+                                                   : "host_keys/ssh_host_ecdsa_key.pub";
+      keys.push_back({{"type", key.type}, {"key", key.base64}, {"file", file}});
+    }
+    manifest["host_keys"] = keys;
+    write_text(staging_ / "manifest.json", manifest.dump(2) + "\n");
+  }
+
+ private:
+  // `id` keys the manifest's step_seconds; `what` is the progress line.
+  void timed(const std::string& id, const std::string& what, const std::function<void()>& body) {
+    auto step_started = std::chrono::steady_clock::now();
+    build_.step(what);
+    body();
+    build_.check_stop();
+    step_seconds_[id] = tenths(seconds_since(step_started));
+  }
+
+  std::vector<std::string> debootstrap_argv() const {
+    return {"debootstrap", "--variant=" + recipe_.variant,
+            "--include=" + join(recipe_.packages, ",")};
+  }
+
+  void download_packages(const fs::path& tarball) {
+    fs::path partial = tarball.string() + fmt::format(".partial-{}", ::getpid());
+    auto argv = debootstrap_argv();
+    argv.push_back("--make-tarball=" + partial.string());
+    argv.insert(argv.end(), {recipe_.suite, (work_ / "download").string(), recipe_.mirror});
+    try {
+      build_.run(argv, std::chrono::seconds(1200));
+    } catch (...) {
+      fs::remove(partial);
+      throw;
+    }
+    fs::rename(partial, tarball);
+    fs::remove_all(work_ / "download");
+  }
+
+  void unpack_packages(const fs::path& tarball) {
+    auto argv = debootstrap_argv();
+    argv.push_back("--unpack-tarball=" + tarball.string());
+    argv.insert(argv.end(), {recipe_.suite, root_.string(), recipe_.mirror});
+    build_.run(argv, std::chrono::seconds(1200));
+  }
+
+  void configure_system() {
+    write_text(root_ / "etc/hostname", recipe_.hostname + "\n");
+    write_text(root_ / "etc/hosts",
+               fmt::format("127.0.0.1 localhost\n127.0.1.1 {}\n", recipe_.hostname));
+    write_text(root_ / "etc/fstab", "/dev/vda / ext4 rw,relatime 0 1\n");
+    // Empty: each boot gets its own machine-id.
+    write_text(root_ / "etc/machine-id", "", fs::perms(0444));
+    fs::remove(root_ / "var/lib/dbus/machine-id");
+    write_limits(root_, recipe_.memlock);
+    write_network_config(root_);
+    // Timers that only cost CPU in a short-lived test guest.
+    for (const char* unit : {"apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_all.timer",
+                             "fstrim.timer", "man-db.timer"}) {
+      fs::path mask = root_ / "etc/systemd/system" / unit;
+      fs::remove(mask);
+      fs::create_symlink("/dev/null", mask);
+    }
+    build_.run({"chroot", root_.string(), "systemctl", "enable", "systemd-networkd",
+                "ernic-net-config.service", "ssh.service"},
+               std::chrono::seconds(120));
+  }
+
+  // Fresh host keys for this image (never the build host's), and sshd's settings.
+  void create_host_keys() {
+    for (const auto& entry : fs::directory_iterator(root_ / "etc/ssh")) {
+      if (entry.path().filename().string().rfind("ssh_host_", 0) == 0) {
+        fs::remove(entry.path());
+      }
+    }
+    for (const char* type : {"ed25519", "ecdsa"}) {
+      fs::path key = root_ / "etc/ssh" / fmt::format("ssh_host_{}_key", type);
+      build_.run({"ssh-keygen", "-q", "-t", type, "-N", "", "-C", "root@" + recipe_.hostname, "-f",
+                  key.string()},
+                 std::chrono::seconds(60));
+      fs::copy_file(key.string() + ".pub",
+                    staging_ / "host_keys" / (key.filename().string() + ".pub"));
+      auto keys = parse_public_keys(read_text(key.string() + ".pub"));
+      host_keys_.insert(host_keys_.end(), keys.begin(), keys.end());
+    }
+    write_text(root_ / "etc/ssh/sshd_config.d/50-ernic.conf",
+               "HostKey /etc/ssh/ssh_host_ed25519_key\nHostKey /etc/ssh/ssh_host_ecdsa_key\n"
+               "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+               "PermitRootLogin prohibit-password\nUseDNS no\n"
+               // Benchmarks run long commands over one session: keep it alive.
+               "ClientAliveInterval 15\nClientAliveCountMax 8\n");
+  }
+
+  // The key ernicctl logs in with, kept next to the image; returns its public half.
+  std::string create_user_key() {
+    build_.run({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ernicctl@" + recipe_.name,
+                "-f", (staging_ / "id_ed25519").string()},
+               std::chrono::seconds(60));
+    return read_text(staging_ / "id_ed25519.pub");
+  }
+
+  void create_user(const std::string& public_key) {
+    std::vector<std::string> useradd{"chroot",        root_.string(), "useradd",
+                                     "--create-home", "--shell",      "/bin/bash"};
+    if (recipe_.user_sudo) {
+      useradd.insert(useradd.end(), {"--groups", "sudo"});
+    }
+    useradd.push_back(recipe_.user);
+    build_.run(useradd, std::chrono::seconds(60));
+    authorize_key(recipe_.user, fs::path("/home") / recipe_.user, public_key);
+    if (recipe_.root_login) {
+      authorize_key("root", "/root", public_key);
+    }
+    if (recipe_.user_sudo) {
+      write_text(root_ / "etc/sudoers.d/90-ernic", recipe_.user + " ALL=(ALL) NOPASSWD:ALL\n",
+                 fs::perms(0440));
+    }
+  }
+
+  void authorize_key(const std::string& account, const fs::path& home,
+                     const std::string& public_key) {
+    fs::path ssh_dir = root_ / home.relative_path() / ".ssh";
+    write_text(ssh_dir / "authorized_keys", public_key, fs::perms(0600));
+    fs::permissions(ssh_dir, fs::perms(0700));
+    build_.run({"chroot", root_.string(), "chown", "-R", account + ":", home.string() + "/.ssh"},
+               std::chrono::seconds(60));
+  }
+
+  // The installed packages with their versions, for the manifest; then what a guest never reads.
+  void record_packages() {
+    std::string listing =
+        build_.run({"chroot", root_.string(), "dpkg-query", "-W", "-f=${Package}\t${Version}\n"},
+                   std::chrono::seconds(60));
+    std::istringstream lines(listing);
+    std::string line;
+    while (std::getline(lines, line)) {
+      auto tab = line.find('\t');
+      if (tab != std::string::npos) {
+        packages_[line.substr(0, tab)] = line.substr(tab + 1);
+      }
+    }
+    for (const auto& package : recipe_.packages) {
+      if (!packages_.contains(package)) {
+        throw std::runtime_error(fmt::format("package {} is not installed in the image", package));
+      }
+    }
+    for (const char* dir :
+         {"var/lib/apt/lists", "var/cache/apt", "usr/share/doc", "usr/share/man"}) {
+      std::error_code ignored;
+      for (const auto& entry : fs::directory_iterator(root_ / dir, ignored)) {
+        fs::remove_all(entry.path(), ignored);
+      }
+    }
+  }
+
+  void copy_kernel() {
+    fs::copy_file(fs::path("/boot") / ("vmlinuz-" + kernel_version_), staging_ / "vmlinuz");
+    fs::copy_file(fs::path("/boot") / ("initrd.img-" + kernel_version_), staging_ / "initrd.img");
+    fs::permissions(staging_ / "vmlinuz", fs::perms(0644));
+    fs::permissions(staging_ / "initrd.img", fs::perms(0644));
+  }
+
+  void make_disk() {
+    fs::path raw = work_ / "disk.raw";
+    build_.run({"truncate", "-s", std::to_string(recipe_.disk_size), raw.string()},
+               std::chrono::seconds(60));
+    build_.run({"mkfs.ext4", "-q", "-F", "-L", "ernic-root", "-d", root_.string(), raw.string()},
+               std::chrono::seconds(600));
+    build_.run(
+        {"qemu-img", "convert", "-O", "qcow2", raw.string(), (staging_ / "disk.qcow2").string()},
+        std::chrono::seconds(600));
+    fs::permissions(staging_ / "disk.qcow2", fs::perms(0644));
+  }
+
+  const ImageRecipe& recipe_;
+  std::string kernel_version_;
+  fs::path out_dir_;
+  fs::path staging_;
+  fs::path work_;
+  fs::path root_;
+  Build build_;
+  nlohmann::json step_seconds_ = nlohmann::json::object();
+  std::vector<HostKey> host_keys_;
+  nlohmann::json packages_ = nlohmann::json::object();
+};
+
 }  // namespace
 
 std::string resolve_kernel_version(const ImageRecipe& recipe, const fs::path& root) {
@@ -305,229 +524,12 @@ ImageBuildResult build_image(const ImageRecipe& recipe, const ImageBuildOptions&
     result.cached = true;
     return result;
   }
-  if (::geteuid() != 0) {
-    throw std::runtime_error("building an image needs root (debootstrap and chroot)");
-  }
-  for (const char* tool : {"debootstrap", "mkfs.ext4", "qemu-img", "ssh-keygen", "depmod"}) {
-    if (!local_program_exists(tool)) {
-      throw std::runtime_error(
-          fmt::format("{} is not installed (fix: apt-get install debootstrap e2fsprogs qemu-utils "
-                      "openssh-client kmod)",
-                      tool));
-    }
-  }
-  fs::create_directories(out_dir / "debootstrap");
-  fs::permissions(out_dir, fs::perms(0755));
-  fs::path staging =
-      out_dir / fmt::format(".staging-{}-{}", final_dir.filename().string(), ::getpid());
-  fs::remove_all(staging);
+  check_build_host();
+  fs::path staging = fresh_staging_dir(out_dir, final_dir);
   StagingGuard guard(staging);
-  fs::create_directories(staging / "host_keys");
-  fs::permissions(staging, fs::perms(0755));
-  fs::path work = staging / "work";
-  fs::path root = work / "root";
-  fs::create_directories(root);
-  Build build(options, staging / "build.log");
-  nlohmann::json step_seconds = nlohmann::json::object();
-  // `id` keys the manifest's step_seconds; `what` is the progress line.
-  auto timed = [&](const std::string& id, const std::string& what,
-                   const std::function<void()>& body) {
-    auto step_started = std::chrono::steady_clock::now();
-    build.step(what);
-    body();
-    build.check_stop();
-    step_seconds[id] =
-        std::round(Seconds(std::chrono::steady_clock::now() - step_started).count() * 10) / 10;
-  };
-
-  std::string include = "--include=" + join(recipe.packages, ",");
-  std::vector<std::string> debootstrap{"debootstrap", "--variant=" + recipe.variant, include};
-  fs::path tarball = out_dir / "debootstrap" / tarball_name(recipe);
-  if (!fs::exists(tarball)) {
-    timed("download", "download packages (debootstrap --make-tarball, cached for later builds)",
-          [&] {
-            fs::path partial = tarball.string() + fmt::format(".partial-{}", ::getpid());
-            auto argv = debootstrap;
-            argv.push_back("--make-tarball=" + partial.string());
-            argv.insert(argv.end(), {recipe.suite, (work / "download").string(), recipe.mirror});
-            try {
-              build.run(argv, std::chrono::seconds(1200));
-            } catch (...) {
-              fs::remove(partial);
-              throw;
-            }
-            fs::rename(partial, tarball);
-            fs::remove_all(work / "download");
-          });
-  }
-  timed("debootstrap", "debootstrap " + recipe.suite, [&] {
-    auto argv = debootstrap;
-    argv.push_back("--unpack-tarball=" + tarball.string());
-    argv.insert(argv.end(), {recipe.suite, root.string(), recipe.mirror});
-    build.run(argv, std::chrono::seconds(1200));
-  });
-
-  timed("modules", "kernel modules " + kernel_version,
-        [&] { copy_modules(build, recipe, kernel_version, root); });
-
-  timed("configure", "system configuration", [&] {
-    write_text(root / "etc/hostname", recipe.hostname + "\n");
-    write_text(root / "etc/hosts",
-               fmt::format("127.0.0.1 localhost\n127.0.1.1 {}\n", recipe.hostname));
-    write_text(root / "etc/fstab", "/dev/vda / ext4 rw,relatime 0 1\n");
-    // Empty: each boot gets its own machine-id.
-    write_text(root / "etc/machine-id", "", fs::perms(0444));
-    fs::remove(root / "var/lib/dbus/machine-id");
-    write_limits(root, recipe.memlock);
-    write_network_config(root);
-    // Timers that only cost CPU in a short-lived test guest.
-    for (const char* unit : {"apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_all.timer",
-                             "fstrim.timer", "man-db.timer"}) {
-      fs::path mask = root / "etc/systemd/system" / unit;
-      fs::remove(mask);
-      fs::create_symlink("/dev/null", mask);
-    }
-    build.run({"chroot", root.string(), "systemctl", "enable", "systemd-networkd",
-               "ernic-net-config.service", "ssh.service"},
-              std::chrono::seconds(120));
-  });
-
-  std::vector<HostKey> host_keys;
-  timed("ssh_keys", "SSH host keys and the image's user key", [&] {
-    for (const auto& entry : fs::directory_iterator(root / "etc/ssh")) {
-      if (entry.path().filename().string().rfind("ssh_host_", 0) == 0) {
-        fs::remove(entry.path());
-      }
-    }
-    for (const char* type : {"ed25519", "ecdsa"}) {
-      fs::path key = root / "etc/ssh" / fmt::format("ssh_host_{}_key", type);
-      build.run({"ssh-keygen", "-q", "-t", type, "-N", "", "-C", "root@" + recipe.hostname, "-f",
-                 key.string()},
-                std::chrono::seconds(60));
-      fs::copy_file(key.string() + ".pub",
-                    staging / "host_keys" / (key.filename().string() + ".pub"));
-      auto keys = parse_public_keys(read_text(key.string() + ".pub"));
-      host_keys.insert(host_keys.end(), keys.begin(), keys.end());
-    }
-    write_text(root / "etc/ssh/sshd_config.d/50-ernic.conf",
-               "HostKey /etc/ssh/ssh_host_ed25519_key\nHostKey /etc/ssh/ssh_host_ecdsa_key\n"
-               "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-               "PermitRootLogin prohibit-password\nUseDNS no\n"
-               // Benchmarks run long commands over one session: keep it alive.
-               "ClientAliveInterval 15\nClientAliveCountMax 8\n");
-    build.run({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ernicctl@" + recipe.name, "-f",
-               (staging / "id_ed25519").string()},
-              std::chrono::seconds(60));
-    std::string public_key = read_text(staging / "id_ed25519.pub");
-
-    std::vector<std::string> useradd{"chroot",        root.string(), "useradd",
-                                     "--create-home", "--shell",     "/bin/bash"};
-    if (recipe.user_sudo) {
-      useradd.insert(useradd.end(), {"--groups", "sudo"});
-    }
-    useradd.push_back(recipe.user);
-    build.run(useradd, std::chrono::seconds(60));
-    auto install_key = [&](const std::string& account, const fs::path& home) {
-      fs::path ssh_dir = root / home.relative_path() / ".ssh";
-      write_text(ssh_dir / "authorized_keys", public_key, fs::perms(0600));
-      fs::permissions(ssh_dir, fs::perms(0700));
-      build.run({"chroot", root.string(), "chown", "-R", account + ":", home.string() + "/.ssh"},
-                std::chrono::seconds(60));
-    };
-    install_key(recipe.user, fs::path("/home") / recipe.user);
-    if (recipe.root_login) {
-      install_key("root", "/root");
-    }
-    if (recipe.user_sudo) {
-      write_text(root / "etc/sudoers.d/90-ernic", recipe.user + " ALL=(ALL) NOPASSWD:ALL\n",
-                 fs::perms(0440));
-    }
-  });
-
-  nlohmann::json packages = nlohmann::json::object();
-  timed("packages", "package list and cleanup", [&] {
-    std::string listing =
-        build.run({"chroot", root.string(), "dpkg-query", "-W", "-f=${Package}\t${Version}\n"},
-                  std::chrono::seconds(60));
-    std::istringstream lines(listing);
-    std::string line;
-    while (std::getline(lines, line)) {
-      auto tab = line.find('\t');
-      if (tab != std::string::npos) {
-        packages[line.substr(0, tab)] = line.substr(tab + 1);
-      }
-    }
-    for (const auto& package : recipe.packages) {
-      if (!packages.contains(package)) {
-        throw std::runtime_error(fmt::format("package {} is not installed in the image", package));
-      }
-    }
-    for (const char* dir :
-         {"var/lib/apt/lists", "var/cache/apt", "usr/share/doc", "usr/share/man"}) {
-      std::error_code ignored;
-      for (const auto& entry : fs::directory_iterator(root / dir, ignored)) {
-        fs::remove_all(entry.path(), ignored);
-      }
-    }
-  });
-
-  timed("kernel", "kernel and initrd for direct kernel boot", [&] {
-    fs::copy_file(fs::path("/boot") / ("vmlinuz-" + kernel_version), staging / "vmlinuz");
-    fs::copy_file(fs::path("/boot") / ("initrd.img-" + kernel_version), staging / "initrd.img");
-    fs::permissions(staging / "vmlinuz", fs::perms(0644));
-    fs::permissions(staging / "initrd.img", fs::perms(0644));
-  });
-
-  timed("disk", "filesystem and qcow2", [&] {
-    fs::path raw = work / "disk.raw";
-    build.run({"truncate", "-s", std::to_string(recipe.disk_size), raw.string()},
-              std::chrono::seconds(60));
-    build.run({"mkfs.ext4", "-q", "-F", "-L", "ernic-root", "-d", root.string(), raw.string()},
-              std::chrono::seconds(600));
-    build.run(
-        {"qemu-img", "convert", "-O", "qcow2", raw.string(), (staging / "disk.qcow2").string()},
-        std::chrono::seconds(600));
-    fs::permissions(staging / "disk.qcow2", fs::perms(0644));
-  });
-  fs::remove_all(work);
-
-  nlohmann::json manifest = {
-      {"format", "ernicctl-image/1"},
-      {"name", recipe.name},
-      {"recipe", recipe.file.string()},
-      {"recipe_sha256", sha256_hex(recipe.text)},
-      {"cache_key", image_cache_key(recipe, kernel_version)},
-      {"builder", kBuilderVersion},
-      {"built", utc_now()},
-      {"build_seconds",
-       std::round(Seconds(std::chrono::steady_clock::now() - started).count() * 10) / 10},
-      {"step_seconds", step_seconds},
-      {"suite", recipe.suite},
-      {"disk", "disk.qcow2"},
-      {"disk_format", "qcow2"},
-      {"disk_size", recipe.disk_size},
-      {"kernel",
-       {{"version", kernel_version},
-        {"image", "vmlinuz"},
-        {"initrd", "initrd.img"},
-        {"cmdline", recipe.kernel_cmdline}}},
-      {"user",
-       {{"name", recipe.user},
-        {"private_key", "id_ed25519"},
-        {"public_key", "id_ed25519.pub"},
-        {"sudo", recipe.user_sudo},
-        {"root_login", recipe.root_login}}},
-      {"network", {{"static_arg", kStaticAddressArg}, {"dhcp", "ClientIdentifier=mac"}}},
-      {"packages", packages},
-  };
-  nlohmann::json keys = nlohmann::json::array();
-  for (const auto& key : host_keys) {
-    std::string file = key.type == "ssh-ed25519" ? "host_keys/ssh_host_ed25519_key.pub"
-                                                 : "host_keys/ssh_host_ecdsa_key.pub";
-    keys.push_back({{"type", key.type}, {"key", key.base64}, {"file", file}});
-  }
-  manifest["host_keys"] = keys;
-  write_text(staging / "manifest.json", manifest.dump(2) + "\n");
+  ImageStages stages(recipe, options, kernel_version, out_dir, staging);
+  stages.run();
+  stages.write_manifest(started);
 
   if (fs::exists(final_dir)) {
     fs::remove_all(final_dir);  // --force, or an unfinished folder left by an older builder
@@ -536,7 +538,7 @@ ImageBuildResult build_image(const ImageRecipe& recipe, const ImageBuildOptions&
   guard.release();
   remove_superseded_images(out_dir, final_dir, recipe);
   result.image = load_image_manifest(final_dir / "manifest.json");
-  result.seconds = Seconds(std::chrono::steady_clock::now() - started).count();
+  result.seconds = seconds_since(started);
   return result;
 }
 

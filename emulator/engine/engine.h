@@ -152,6 +152,10 @@ class Engine final : public FabricReceiver {
   void responder_error(QueuePair& q, std::uint32_t msn, NakCode code, WcStatus local_status);
   Placement place_request(QueuePair& q, const FrameHeader& h);
   Placement place_read_response(QueuePair& q, const FrameHeader& h);
+  // delivered(), one per kind of frame placed.
+  void on_request_segment(QueuePair& q, const FrameHeader& h);
+  void serve_read_request(QueuePair& q, const FrameHeader& h);
+  void on_read_response(QueuePair& q, const FrameHeader& h);
   void on_ack(QueuePair& q, std::uint32_t msn);
   void on_nak(QueuePair& q, const FrameHeader& h);
 

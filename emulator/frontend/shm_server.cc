@@ -38,6 +38,15 @@ Bytes error_response(const std::string& message) {
 
 }  // namespace
 
+// One request of a client: what follows the operation, the descriptors that came with it (closed
+// after it), and what the answer carries.
+struct ShmFrontEnd::Request {
+  ByteReader& in;
+  const std::vector<int>& fds;
+  ByteWriter& out;
+  std::vector<int> send_fds;
+};
+
 ShmFrontEnd::ShmFrontEnd(EventLoop& loop, Engine& engine, Logger& log, InstanceIdentity identity)
     : loop_(loop), engine_(engine), log_(log), identity_(std::move(identity)) {
   poller_ = loop_.add_poller({
@@ -209,146 +218,10 @@ void ShmFrontEnd::on_message(Client& c) {
   ByteReader r(data);
   const auto op = static_cast<shm::Op>(r.u32());
   ByteWriter body;
+  Request request{r, fds, body, {}};
   Bytes response;
-  std::vector<int> send_fds;
   try {
-    switch (op) {
-      case shm::Op::kOpen: {
-        if (r.u32() != shm::kProtocolVersion) {
-          throw VerbsError("front-end protocol version mismatch");
-        }
-        if (c.area != nullptr) {
-          throw VerbsError("already open");
-        }
-        c.area_fd = memfd_create("ernic-rings", MFD_CLOEXEC);
-        if (c.area_fd < 0 || ftruncate(c.area_fd, sizeof(shm::Area)) != 0) {
-          throw VerbsError(std::string("cannot create the ring memory: ") + std::strerror(errno));
-        }
-        void* p =
-            mmap(nullptr, sizeof(shm::Area), PROT_READ | PROT_WRITE, MAP_SHARED, c.area_fd, 0);
-        if (p == MAP_FAILED) {
-          throw VerbsError(std::string("cannot map the ring memory: ") + std::strerror(errno));
-        }
-        c.area = new (p) shm::Area();
-        c.doorbell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        c.completion_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        loop_.add_fd(c.doorbell_fd, EPOLLIN, [this, &c](std::uint32_t) {
-          std::uint64_t value = 0;
-          [[maybe_unused]] auto ignored = read(c.doorbell_fd, &value, sizeof value);
-          drain(c);
-        });
-        body.u32(identity_.node());
-        body.u32(static_cast<std::uint32_t>(getpid()));
-        body.str(identity_.mac);
-        body.u16(static_cast<std::uint16_t>(identity_.gids.size()));
-        for (const auto& gid : identity_.gids) {
-          body.str(gid);
-        }
-        send_fds = {c.area_fd, c.doorbell_fd, c.completion_fd};
-        break;
-      }
-      case shm::Op::kRegisterMemory: {
-        const std::uint64_t size = r.u64();
-        if (fds.size() != 1 || size == 0) {
-          throw VerbsError("register memory needs one memfd and a size");
-        }
-        struct stat st {};
-        if (fstat(fds[0], &st) != 0 || static_cast<std::uint64_t>(st.st_size) < size) {
-          throw VerbsError("the memory file is smaller than the size given");
-        }
-        void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
-        if (p == MAP_FAILED) {
-          throw VerbsError(std::string("cannot map client memory: ") + std::strerror(errno));
-        }
-        const std::uint32_t id = c.next_region++;
-        c.regions[id] = {static_cast<std::byte*>(p), size};
-        body.u32(id);
-        break;
-      }
-      case shm::Op::kAllocPd: {
-        const auto pd = engine_.alloc_pd();
-        c.pds.insert(pd);
-        body.u32(pd);
-        break;
-      }
-      case shm::Op::kRegisterMr: {
-        const std::uint32_t pd = r.u32();
-        const std::uint32_t region = r.u32();
-        const std::uint64_t offset = r.u64();
-        const std::uint64_t length = r.u64();
-        const std::uint64_t iova = r.u64();
-        const std::uint32_t access = r.u32();
-        auto it = c.regions.find(region);
-        if (!c.pds.contains(pd) || it == c.regions.end()) {
-          throw VerbsError("unknown protection domain or memory");
-        }
-        if (offset > it->second.size || length > it->second.size - offset) {
-          throw VerbsError("memory region outside the registered memory");
-        }
-        const auto keys = engine_.reg_mr(pd, it->second.base + offset, iova, length, access);
-        c.mrs.insert(keys.lkey);
-        body.u32(keys.lkey);
-        body.u32(keys.rkey);
-        break;
-      }
-      case shm::Op::kDeregisterMr: {
-        const std::uint32_t key = r.u32();
-        if (!c.mrs.contains(key)) {
-          throw VerbsError("unknown memory key");
-        }
-        engine_.dereg_mr(key);
-        c.mrs.erase(key);
-        break;
-      }
-      case shm::Op::kCreateCq: {
-        const auto cq = engine_.create_cq();
-        c.cqs.insert(cq);
-        cq_owner_[cq] = &c;
-        engine_.set_completion_handler(cq, [this, &c, cq](const Completion& completion) {
-          push_completion(c, cq, completion);
-        });
-        body.u32(cq);
-        break;
-      }
-      case shm::Op::kCreateQp: {
-        const std::uint32_t pd = r.u32();
-        const std::uint32_t send_cq = r.u32();
-        const std::uint32_t recv_cq = r.u32();
-        if (!c.pds.contains(pd) || !c.cqs.contains(send_cq) || !c.cqs.contains(recv_cq)) {
-          throw VerbsError("unknown protection domain or completion queue");
-        }
-        const auto qpn = engine_.create_qp(pd, send_cq, recv_cq);
-        c.qps.insert(qpn);
-        body.u32(qpn);
-        break;
-      }
-      case shm::Op::kModifyQp: {
-        const std::uint32_t qpn = r.u32();
-        QpAttributes a;
-        a.state = static_cast<QpState>(r.u8());
-        a.access = r.u32();
-        a.remote_gid = r.str();
-        a.remote_qpn = r.u32();
-        a.rnr_retry = r.u8();
-        a.rnr_delay = std::chrono::microseconds(r.u32());
-        if (!c.qps.contains(qpn) || a.state > QpState::kError) {
-          throw VerbsError("unknown queue pair or state");
-        }
-        engine_.modify_qp(qpn, a);
-        break;
-      }
-      case shm::Op::kDestroyQp: {
-        const std::uint32_t qpn = r.u32();
-        if (!c.qps.contains(qpn)) {
-          throw VerbsError("unknown queue pair");
-        }
-        engine_.destroy_qp(qpn);
-        c.qps.erase(qpn);
-        break;
-      }
-      default:
-        throw VerbsError("unknown front-end operation");
-    }
+    dispatch(c, op, request);
     if (r.failed()) {
       throw VerbsError("truncated front-end request");
     }
@@ -359,9 +232,159 @@ void ShmFrontEnd::on_message(Client& c) {
   for (int fd : fds) {
     close(fd);
   }
-  if (!send_message(c.fd, response, send_fds)) {
+  if (!send_message(c.fd, response, request.send_fds)) {
     drop(c);
   }
+}
+
+void ShmFrontEnd::dispatch(Client& c, shm::Op op, Request& request) {
+  using Handler = void (ShmFrontEnd::*)(Client&, Request&);
+  static const std::map<shm::Op, Handler> kHandlers{
+      {shm::Op::kOpen, &ShmFrontEnd::handle_open},
+      {shm::Op::kRegisterMemory, &ShmFrontEnd::handle_register_memory},
+      {shm::Op::kAllocPd, &ShmFrontEnd::handle_alloc_pd},
+      {shm::Op::kRegisterMr, &ShmFrontEnd::handle_register_mr},
+      {shm::Op::kDeregisterMr, &ShmFrontEnd::handle_deregister_mr},
+      {shm::Op::kCreateCq, &ShmFrontEnd::handle_create_cq},
+      {shm::Op::kCreateQp, &ShmFrontEnd::handle_create_qp},
+      {shm::Op::kModifyQp, &ShmFrontEnd::handle_modify_qp},
+      {shm::Op::kDestroyQp, &ShmFrontEnd::handle_destroy_qp}};
+  auto handler = kHandlers.find(op);
+  if (handler == kHandlers.end()) {
+    throw VerbsError("unknown front-end operation");
+  }
+  (this->*handler->second)(c, request);
+}
+
+void ShmFrontEnd::handle_open(Client& c, Request& request) {
+  if (request.in.u32() != shm::kProtocolVersion) {
+    throw VerbsError("front-end protocol version mismatch");
+  }
+  if (c.area != nullptr) {
+    throw VerbsError("already open");
+  }
+  c.area_fd = memfd_create("ernic-rings", MFD_CLOEXEC);
+  if (c.area_fd < 0 || ftruncate(c.area_fd, sizeof(shm::Area)) != 0) {
+    throw VerbsError(std::string("cannot create the ring memory: ") + std::strerror(errno));
+  }
+  void* p = mmap(nullptr, sizeof(shm::Area), PROT_READ | PROT_WRITE, MAP_SHARED, c.area_fd, 0);
+  if (p == MAP_FAILED) {
+    throw VerbsError(std::string("cannot map the ring memory: ") + std::strerror(errno));
+  }
+  c.area = new (p) shm::Area();
+  c.doorbell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  c.completion_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  loop_.add_fd(c.doorbell_fd, EPOLLIN, [this, &c](std::uint32_t) {
+    std::uint64_t value = 0;
+    [[maybe_unused]] auto ignored = read(c.doorbell_fd, &value, sizeof value);
+    drain(c);
+  });
+  request.out.u32(identity_.node());
+  request.out.u32(static_cast<std::uint32_t>(getpid()));
+  request.out.str(identity_.mac);
+  request.out.u16(static_cast<std::uint16_t>(identity_.gids.size()));
+  for (const auto& gid : identity_.gids) {
+    request.out.str(gid);
+  }
+  request.send_fds = {c.area_fd, c.doorbell_fd, c.completion_fd};
+}
+
+void ShmFrontEnd::handle_register_memory(Client& c, Request& request) {
+  const std::uint64_t size = request.in.u64();
+  if (request.fds.size() != 1 || size == 0) {
+    throw VerbsError("register memory needs one memfd and a size");
+  }
+  struct stat st {};
+  if (fstat(request.fds[0], &st) != 0 || static_cast<std::uint64_t>(st.st_size) < size) {
+    throw VerbsError("the memory file is smaller than the size given");
+  }
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, request.fds[0], 0);
+  if (p == MAP_FAILED) {
+    throw VerbsError(std::string("cannot map client memory: ") + std::strerror(errno));
+  }
+  const std::uint32_t id = c.next_region++;
+  c.regions[id] = {static_cast<std::byte*>(p), size};
+  request.out.u32(id);
+}
+
+void ShmFrontEnd::handle_alloc_pd(Client& c, Request& request) {
+  const auto pd = engine_.alloc_pd();
+  c.pds.insert(pd);
+  request.out.u32(pd);
+}
+
+void ShmFrontEnd::handle_register_mr(Client& c, Request& request) {
+  const std::uint32_t pd = request.in.u32();
+  const std::uint32_t region = request.in.u32();
+  const std::uint64_t offset = request.in.u64();
+  const std::uint64_t length = request.in.u64();
+  const std::uint64_t iova = request.in.u64();
+  const std::uint32_t access = request.in.u32();
+  auto it = c.regions.find(region);
+  if (!c.pds.contains(pd) || it == c.regions.end()) {
+    throw VerbsError("unknown protection domain or memory");
+  }
+  if (offset > it->second.size || length > it->second.size - offset) {
+    throw VerbsError("memory region outside the registered memory");
+  }
+  const auto keys = engine_.reg_mr(pd, it->second.base + offset, iova, length, access);
+  c.mrs.insert(keys.lkey);
+  request.out.u32(keys.lkey);
+  request.out.u32(keys.rkey);
+}
+
+void ShmFrontEnd::handle_deregister_mr(Client& c, Request& request) {
+  const std::uint32_t key = request.in.u32();
+  if (!c.mrs.contains(key)) {
+    throw VerbsError("unknown memory key");
+  }
+  engine_.dereg_mr(key);
+  c.mrs.erase(key);
+}
+
+void ShmFrontEnd::handle_create_cq(Client& c, Request& request) {
+  const auto cq = engine_.create_cq();
+  c.cqs.insert(cq);
+  cq_owner_[cq] = &c;
+  engine_.set_completion_handler(
+      cq, [this, &c, cq](const Completion& completion) { push_completion(c, cq, completion); });
+  request.out.u32(cq);
+}
+
+void ShmFrontEnd::handle_create_qp(Client& c, Request& request) {
+  const std::uint32_t pd = request.in.u32();
+  const std::uint32_t send_cq = request.in.u32();
+  const std::uint32_t recv_cq = request.in.u32();
+  if (!c.pds.contains(pd) || !c.cqs.contains(send_cq) || !c.cqs.contains(recv_cq)) {
+    throw VerbsError("unknown protection domain or completion queue");
+  }
+  const auto qpn = engine_.create_qp(pd, send_cq, recv_cq);
+  c.qps.insert(qpn);
+  request.out.u32(qpn);
+}
+
+void ShmFrontEnd::handle_modify_qp(Client& c, Request& request) {
+  const std::uint32_t qpn = request.in.u32();
+  QpAttributes a;
+  a.state = static_cast<QpState>(request.in.u8());
+  a.access = request.in.u32();
+  a.remote_gid = request.in.str();
+  a.remote_qpn = request.in.u32();
+  a.rnr_retry = request.in.u8();
+  a.rnr_delay = std::chrono::microseconds(request.in.u32());
+  if (!c.qps.contains(qpn) || a.state > QpState::kError) {
+    throw VerbsError("unknown queue pair or state");
+  }
+  engine_.modify_qp(qpn, a);
+}
+
+void ShmFrontEnd::handle_destroy_qp(Client& c, Request& request) {
+  const std::uint32_t qpn = request.in.u32();
+  if (!c.qps.contains(qpn)) {
+    throw VerbsError("unknown queue pair");
+  }
+  engine_.destroy_qp(qpn);
+  c.qps.erase(qpn);
 }
 
 bool ShmFrontEnd::drain(Client& c) {

@@ -63,8 +63,21 @@ class ShmFrontEnd {
     std::uint64_t ring_overflows = 0;
   };
 
+  struct Request;
+
   void accept_ready();
   void on_message(Client& c);
+  // One handler per operation of the protocol (shm::Op).
+  void dispatch(Client& c, shm::Op op, Request& request);
+  void handle_open(Client& c, Request& request);
+  void handle_register_memory(Client& c, Request& request);
+  void handle_alloc_pd(Client& c, Request& request);
+  void handle_register_mr(Client& c, Request& request);
+  void handle_deregister_mr(Client& c, Request& request);
+  void handle_create_cq(Client& c, Request& request);
+  void handle_create_qp(Client& c, Request& request);
+  void handle_modify_qp(Client& c, Request& request);
+  void handle_destroy_qp(Client& c, Request& request);
   void drop(Client& c);
   bool drain(Client& c);
   void push_completion(Client& c, Engine::Handle cq, const Completion& completion);

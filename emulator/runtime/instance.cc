@@ -163,20 +163,80 @@ void raise_descriptor_limit(Logger& log) {
   }
 }
 
-}  // namespace
-
-int run_instance(const InstanceConfig& config) {
-  Logger log;
-  log.open(config.log_file, config.log_level);
-  raise_descriptor_limit(log);
-
+// SIGTERM and SIGINT arrive on the returned descriptor (the event loop reads them); a client
+// that goes away mid-write does not kill the instance.
+int take_termination_signals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   sigprocmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
-  const int signal_fd = signalfd(-1, &signals, SFD_NONBLOCK | SFD_CLOEXEC);
+  return signalfd(-1, &signals, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+MeshConfig mesh_config(const InstanceConfig& config) {
+  MeshConfig mc;
+  mc.role = config.backend.kind == Backend::Kind::kTcpManager ? MeshConfig::Role::kManager
+                                                              : MeshConfig::Role::kWorker;
+  mc.manager_host = config.backend.host;
+  mc.port = config.backend.port;
+  mc.bind = config.bind;
+  mc.token = config.token;
+  mc.gids = config.gids;
+  mc.mac = config.mac;
+  if (config.heartbeat_timeout.count() > 0) {
+    mc.heartbeat_timeout = config.heartbeat_timeout;
+    mc.heartbeat_interval = std::min(mc.heartbeat_interval, config.heartbeat_timeout / 4);
+  }
+  if (config.handshake_timeout.count() > 0) {
+    mc.handshake_timeout = config.handshake_timeout;
+  }
+  if (config.protocol_major != 0) {
+    mc.version_major = config.protocol_major;
+    mc.version_minor = config.protocol_minor;
+  }
+  return mc;
+}
+
+// The backend as the ready line names it.
+std::string backend_description(const InstanceConfig& config, const MeshFabric* mesh) {
+  return config.backend.kind == Backend::Kind::kLoopback ? "loopback"
+         : config.backend.kind == Backend::Kind::kTcpManager
+             ? fmt::format("tcp manager on port {}", mesh->listen_port())
+             : fmt::format("tcp worker of {}:{}", config.backend.host, config.backend.port);
+}
+
+// Keeps the stats file current, logging when updating it starts or stops failing.
+class StatsFile {
+ public:
+  StatsFile(const std::string& path, Counters counters, Logger& log)
+      : path_(path), counters_(counters), log_(log) {}
+
+  void update() {
+    const std::string error = write_stats(path_, counters_);
+    if (!error.empty() && !failing_) {
+      log_.error("ernic: stats file not updated: {}", error);
+    } else if (error.empty() && failing_) {
+      log_.info("ernic: stats file updated again");
+    }
+    failing_ = !error.empty();
+  }
+
+ private:
+  const std::string& path_;
+  Counters counters_;
+  Logger& log_;
+  bool failing_ = false;
+};
+
+}  // namespace
+
+int run_instance(const InstanceConfig& config) {
+  Logger log;
+  log.open(config.log_file, config.log_level);
+  raise_descriptor_limit(log);
+  const int signal_fd = take_termination_signals();
 
   EventLoop loop(config.spin);
   int exit_status = 0;
@@ -190,27 +250,7 @@ int run_instance(const InstanceConfig& config) {
     hub = std::make_unique<LocalHub>();
     fabric = &hub->add_node(0, config.gids);
   } else {
-    MeshConfig mc;
-    mc.role = config.backend.kind == Backend::Kind::kTcpManager ? MeshConfig::Role::kManager
-                                                                : MeshConfig::Role::kWorker;
-    mc.manager_host = config.backend.host;
-    mc.port = config.backend.port;
-    mc.bind = config.bind;
-    mc.token = config.token;
-    mc.gids = config.gids;
-    mc.mac = config.mac;
-    if (config.heartbeat_timeout.count() > 0) {
-      mc.heartbeat_timeout = config.heartbeat_timeout;
-      mc.heartbeat_interval = std::min(mc.heartbeat_interval, config.heartbeat_timeout / 4);
-    }
-    if (config.handshake_timeout.count() > 0) {
-      mc.handshake_timeout = config.handshake_timeout;
-    }
-    if (config.protocol_major != 0) {
-      mc.version_major = config.protocol_major;
-      mc.version_minor = config.protocol_minor;
-    }
-    mesh = std::make_unique<MeshFabric>(loop, log, mc);
+    mesh = std::make_unique<MeshFabric>(loop, log, mesh_config(config));
     fabric = mesh.get();
   }
   Engine engine(*fabric, engine_config);
@@ -236,17 +276,9 @@ int run_instance(const InstanceConfig& config) {
     log.info("ernic: signal {} received, stopping", info.ssi_signo);
     loop.stop();
   });
-  const Counters counters{&engine.stats(), mesh ? &mesh->stats() : nullptr, &front};
-  bool stats_failing = false;
-  auto update_stats = [&] {
-    const std::string error = write_stats(config.stats_file, counters);
-    if (!error.empty() && !stats_failing) {
-      log.error("ernic: stats file not updated: {}", error);
-    } else if (error.empty() && stats_failing) {
-      log.info("ernic: stats file updated again");
-    }
-    stats_failing = !error.empty();
-  };
+  StatsFile stats(config.stats_file, {&engine.stats(), mesh ? &mesh->stats() : nullptr, &front},
+                  log);
+  auto update_stats = [&stats] { stats.update(); };
   std::function<void()> stats_tick = [&] {
     update_stats();
     loop.add_timer(EventLoop::Clock::now() + std::chrono::seconds(1), stats_tick);
@@ -267,12 +299,8 @@ int run_instance(const InstanceConfig& config) {
       mesh->on_peers_changed(update_stats);
     }
     log.info("{} (node {}, backend {}, socket {}, GIDs {}, MAC {})", kReadyLine,
-             fabric->local_node(),
-             config.backend.kind == Backend::Kind::kLoopback ? "loopback"
-             : config.backend.kind == Backend::Kind::kTcpManager
-                 ? fmt::format("tcp manager on port {}", mesh->listen_port())
-                 : fmt::format("tcp worker of {}:{}", config.backend.host, config.backend.port),
-             config.socket_path, fmt::join(config.gids, ","), config.mac);
+             fabric->local_node(), backend_description(config, mesh.get()), config.socket_path,
+             fmt::join(config.gids, ","), config.mac);
   };
   try {
     if (mesh) {
@@ -293,7 +321,7 @@ int run_instance(const InstanceConfig& config) {
   if (mesh) {
     mesh->shutdown();
   }
-  update_stats();
+  stats.update();
   close(signal_fd);
   log.info("ernic: instance stopped");
   return exit_status;
