@@ -128,13 +128,13 @@ class EmbeddedEmulator final : public EmulatorKind {
         }};
     return schema;
   }
-  int instance_count(const YAML::Node& config) const override {
-    return config && config["instances"] ? config["instances"].as<int>() : 2;
+  int instance_count(const Config& config) const override {
+    return static_cast<int>(config.integer("instances", 2));
   }
-  std::vector<std::string> describe(const YAML::Node& config,
+  std::vector<std::string> describe(const Config& config,
                                     const EmulatorContext& context) const override {
     emu::SupervisorConfig settings = settings_of(config, context);
-    if (!config["token"]) {
+    if (!config.has("token")) {
       settings.token = "<mesh-token>";
     }
     std::vector<std::string> lines;
@@ -148,12 +148,11 @@ class EmbeddedEmulator final : public EmulatorKind {
     }
     return lines;
   }
-  HostFacts planned_facts(const YAML::Node& config, const EmulatorContext& context,
+  HostFacts planned_facts(const Config& config, const EmulatorContext& context,
                           int instance) const override {
     return facts_of(emu::planned_instance(settings_of(config, context), instance));
   }
-  std::unique_ptr<RunningEmulator> start(const YAML::Node& config,
-                                         EmulatorContext& context) override {
+  std::unique_ptr<RunningEmulator> start(const Config& config, EmulatorContext& context) override {
     emu::SupervisorConfig settings = settings_of(config, context);
     std::filesystem::create_directories(settings.dir);
     auto kept = context.run_dir / "emulator";
@@ -178,15 +177,14 @@ class EmbeddedEmulator final : public EmulatorKind {
   }
 
  private:
-  emu::SupervisorConfig settings_of(const YAML::Node& config,
-                                    const EmulatorContext& context) const {
+  emu::SupervisorConfig settings_of(const Config& config, const EmulatorContext& context) const {
     emu::SupervisorConfig settings;
     settings.executable = own_executable();
     settings.instances = instance_count(config);
-    settings.base_port = config["mesh_port"] ? config["mesh_port"].as<std::uint16_t>() : 0;
-    settings.token = config["token"] ? config["token"].Scalar() : random_token();
-    settings.bind = config["bind"] ? config["bind"].Scalar() : "127.0.0.1";
-    settings.log_level = config["log_level"] ? config["log_level"].Scalar() : "info";
+    settings.base_port = static_cast<std::uint16_t>(config.integer("mesh_port", 0));
+    settings.token = config.has("token") ? config.text("token", "") : random_token();
+    settings.bind = config.text("bind", "127.0.0.1");
+    settings.log_level = config.text("log_level", "info");
     settings.may_outlive_parent = context.bring_up;
     // Sockets need a short path (108 bytes); logs and stats are copied into the run directory.
     settings.dir =

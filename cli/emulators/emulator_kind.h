@@ -1,7 +1,5 @@
 #pragma once
 
-#include <yaml-cpp/yaml.h>
-
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -11,6 +9,7 @@
 
 #include "benchmarks/benchmark.h"
 #include "run/cleanup_stack.h"
+#include "scenario/config_value.h"
 #include "scenario/schema.h"
 
 namespace ernic {
@@ -53,19 +52,19 @@ class EmulatorKind {
   virtual std::string_view description() const = 0;
   // Keys of the `emulator:` section besides `kind`.
   virtual const ObjectSchema& schema() const = 0;
-  virtual int instance_count(const YAML::Node& config) const = 0;
+  virtual int instance_count(const Config& config) const = 0;
   // Dry run: the command line of every instance start() would launch, derived from the same plan
   // start() carries out; values known only once instances run appear as <placeholders>.
-  virtual std::vector<std::string> describe(const YAML::Node& config,
+  virtual std::vector<std::string> describe(const Config& config,
                                             const EmulatorContext& context) const = 0;
   // Dry run: the facts start()'s instance `instance` would give the hosts attached to it.
-  virtual HostFacts planned_facts(const YAML::Node& /*config*/, const EmulatorContext& /*context*/,
+  virtual HostFacts planned_facts(const Config& /*config*/, const EmulatorContext& /*context*/,
                                   int /*instance*/) const {
     return {};
   }
   // Starts the instances and waits until they are ready; pushes their stop onto the cleanup
   // stack. Returns null for `none`.
-  virtual std::unique_ptr<RunningEmulator> start(const YAML::Node& config,
+  virtual std::unique_ptr<RunningEmulator> start(const Config& config,
                                                  EmulatorContext& context) = 0;
 };
 

@@ -45,58 +45,25 @@ std::string eui64_link_local(const std::string& mac) {
   return address;
 }
 
-namespace {
-
-std::chrono::milliseconds duration_of(const YAML::Node& node, std::chrono::milliseconds fallback) {
-  if (!node) {
-    return fallback;
-  }
-  auto parsed = parse_duration(node.Scalar());
-  if (!parsed) {
-    throw std::invalid_argument(fmt::format("'{}' is not a duration", node.Scalar()));
-  }
-  return std::chrono::duration_cast<std::chrono::milliseconds>(*parsed);
-}
-
-std::string text_of(const YAML::Node& node, const std::string& fallback) {
-  return node && node.IsScalar() ? node.Scalar() : fallback;
-}
-
-}  // namespace
-
-ExternalSettings parse_external_settings(const YAML::Node& config) {
+ExternalSettings parse_external_settings(const Config& config) {
   ExternalSettings settings;
-  if (!config) {
-    return settings;
+  settings.binary = config.text("binary", "");
+  settings.instances = static_cast<int>(config.integer("instances", settings.instances));
+  settings.mesh_port = static_cast<int>(config.integer("mesh_port", settings.mesh_port));
+  settings.bind = config.text("bind", settings.bind);
+  settings.socket_dir = config.text("socket_dir", "");
+  settings.log_level = config.text("log_level", settings.log_level);
+  settings.ready_timeout = config.duration("ready_timeout", settings.ready_timeout);
+  settings.stop_timeout = config.duration("stop_timeout", settings.stop_timeout);
+  settings.ready_pattern = config.text("ready_pattern", settings.ready_pattern);
+  if (config.has("tap")) {
+    Config tap = config.object("tap");
+    settings.tap = tap.flag("enabled", true);
+    settings.tap_bridge = tap.text("bridge", settings.tap_bridge);
+    settings.tap_prefix = tap.text("prefix", settings.tap_prefix);
   }
-  settings.binary = text_of(config["binary"], "");
-  if (config["instances"]) {
-    settings.instances = config["instances"].as<int>();
-  }
-  if (config["mesh_port"]) {
-    settings.mesh_port = config["mesh_port"].as<int>();
-  }
-  settings.bind = text_of(config["bind"], settings.bind);
-  settings.socket_dir = text_of(config["socket_dir"], "");
-  settings.log_level = text_of(config["log_level"], settings.log_level);
-  settings.ready_timeout = duration_of(config["ready_timeout"], settings.ready_timeout);
-  settings.stop_timeout = duration_of(config["stop_timeout"], settings.stop_timeout);
-  settings.ready_pattern = text_of(config["ready_pattern"], settings.ready_pattern);
-  if (const YAML::Node& tap = config["tap"]; tap && tap.IsMap()) {
-    settings.tap = tap["enabled"] ? tap["enabled"].as<bool>() : true;
-    settings.tap_bridge = text_of(tap["bridge"], settings.tap_bridge);
-    settings.tap_prefix = text_of(tap["prefix"], settings.tap_prefix);
-  }
-  if (const YAML::Node& guests = config["guests"]; guests && guests.IsSequence()) {
-    for (const auto& guest : guests) {
-      settings.guests.push_back(guest.Scalar());
-    }
-  }
-  if (const YAML::Node& extra = config["extra_args"]; extra && extra.IsSequence()) {
-    for (const auto& arg : extra) {
-      settings.extra_args.push_back(arg.Scalar());
-    }
-  }
+  settings.guests = config.texts("guests");
+  settings.extra_args = config.texts("extra_args");
   return settings;
 }
 
@@ -434,10 +401,10 @@ class ExternalEmulator final : public EmulatorKind {
            "machine";
   }
   const ObjectSchema& schema() const override { return external_schema(); }
-  int instance_count(const YAML::Node& config) const override {
-    return config && config["instances"] ? config["instances"].as<int>() : 2;
+  int instance_count(const Config& config) const override {
+    return static_cast<int>(config.integer("instances", 2));
   }
-  std::vector<std::string> describe(const YAML::Node& config,
+  std::vector<std::string> describe(const Config& config,
                                     const EmulatorContext& context) const override {
     ExternalSettings settings = parse_external_settings(config);
     std::vector<std::string> lines;
@@ -451,7 +418,7 @@ class ExternalEmulator final : public EmulatorKind {
     }
     return lines;
   }
-  HostFacts planned_facts(const YAML::Node& config, const EmulatorContext& context,
+  HostFacts planned_facts(const Config& config, const EmulatorContext& context,
                           int instance) const override {
     ExternalSettings settings = parse_external_settings(config);
     for (const auto& plan : plan_external_instances(settings, socket_dir_of(settings, context),
@@ -463,8 +430,7 @@ class ExternalEmulator final : public EmulatorKind {
     return {};
   }
 
-  std::unique_ptr<RunningEmulator> start(const YAML::Node& config,
-                                         EmulatorContext& context) override {
+  std::unique_ptr<RunningEmulator> start(const Config& config, EmulatorContext& context) override {
     ExternalSettings settings = parse_external_settings(config);
     if (settings.binary.empty()) {
       throw std::runtime_error(

@@ -1,12 +1,12 @@
 #pragma once
 
-#include <yaml-cpp/yaml.h>
-
 #include <chrono>
 #include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "scenario/config_value.h"
 
 namespace ernic {
 
@@ -35,9 +35,8 @@ struct ExternalSettings {
   std::vector<std::string> extra_args;
 };
 
-// Reads the `emulator:` section (already validated). Throws std::invalid_argument on values the
-// schema cannot express (an unparsable duration).
-ExternalSettings parse_external_settings(const YAML::Node& config);
+// Reads the `emulator:` section's typed values.
+ExternalSettings parse_external_settings(const Config& config);
 
 struct ExternalInstancePlan {
   int id = 0;

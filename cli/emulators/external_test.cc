@@ -6,6 +6,15 @@
 
 using namespace ernic;
 
+namespace {
+
+// An `emulator:` section as the scenario loader hands it to the kind.
+Config section(const std::string& yaml) {
+  return make_config(YAML::Load(yaml), external_emulator().schema(), "s.yaml", "emulator");
+}
+
+}  // namespace
+
 TEST_CASE("EUI-64 link-local addresses flip the U/L bit and insert ff:fe") {
   CHECK(eui64_link_local("02:a0:d1:00:00:01") == "fe80::a0:d1ff:fe00:1");
   CHECK(eui64_link_local("02:e7:00:00:00:02") == "fe80::e7:ff:fe00:2");
@@ -19,7 +28,7 @@ TEST_CASE("EUI-64 link-local addresses flip the U/L bit and insert ff:fe") {
 }
 
 TEST_CASE("the manager listens and workers connect to it, each with its MAC, files and GIDs") {
-  YAML::Node config = YAML::Load(R"(
+  Config config = section(R"(
 kind: external
 binary: /opt/rocm-ernic/bin/rocm-ernic
 instances: 3
@@ -54,7 +63,7 @@ extra_args: [--poll-us, "5"]
 }
 
 TEST_CASE("defaults follow the harness: two instances, port 6320, info, no TAP") {
-  auto settings = parse_external_settings(YAML::Load("{kind: external, binary: /bin/x}"));
+  auto settings = parse_external_settings(section("{kind: external, binary: /bin/x}"));
   CHECK(settings.instances == 2);
   CHECK(settings.ready_timeout == std::chrono::seconds(30));
   CHECK(settings.stop_timeout == std::chrono::seconds(5));
@@ -68,20 +77,19 @@ TEST_CASE("defaults follow the harness: two instances, port 6320, info, no TAP")
 
 TEST_CASE("tap settings add --tap ernic-tapN") {
   auto settings =
-      parse_external_settings(YAML::Load("{kind: external, binary: /bin/x, tap: {bridge: br9}}"));
+      parse_external_settings(section("{kind: external, binary: /bin/x, tap: {bridge: br9}}"));
   auto plans = plan_external_instances(settings, "/s", "/l");
   REQUIRE(plans.size() == 2);
   CHECK(plans[0].argv.back() == "ernic-tap1");
   CHECK(plans[1].argv[plans[1].argv.size() - 2] == "--tap");
   CHECK(plans[1].argv.back() == "ernic-tap2");
-  CHECK(parse_external_settings(YAML::Load("{binary: /bin/x, tap: {enabled: false}}")).tap ==
-        false);
+  CHECK(parse_external_settings(section("{binary: /bin/x, tap: {enabled: false}}")).tap == false);
 }
 
 TEST_CASE("the dry run shows every instance's environment and command line") {
   EmulatorContext context{.run_dir = "runs/r", .run_token = "<token>", .cleanup = nullptr};
   auto lines = external_emulator().describe(
-      YAML::Load("{kind: external, binary: /bin/ernic, instances: 2}"), context);
+      section("{kind: external, binary: /bin/ernic, instances: 2}"), context);
   REQUIRE(lines.size() == 2);
   CHECK(
       lines[0].rfind("ERNIC_TCP_GUEST_GIDS=fe80::e7:ff:fe00:1,192.168.200.10 /bin/ernic --backend "
@@ -91,6 +99,6 @@ TEST_CASE("the dry run shows every instance's environment and command line") {
   CHECK(lines[0].find("--socket '/tmp/ernic-ext-<token>/instance1.sock'") != std::string::npos);
   CHECK(lines[0].find("--log-file runs/r/emulator/instance1.log") != std::string::npos);
   CHECK(external_emulator()
-            .planned_facts(YAML::Load("{binary: /bin/ernic}"), context, 2)
+            .planned_facts(section("{binary: /bin/ernic}"), context, 2)
             .at("emulator_socket") == "/tmp/ernic-ext-<token>/instance2.sock");
 }

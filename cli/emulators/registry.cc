@@ -14,11 +14,11 @@ class NoEmulator final : public EmulatorKind {
     static const ObjectSchema schema{.description = "", .fields = {}};
     return schema;
   }
-  int instance_count(const YAML::Node&) const override { return 0; }
-  std::vector<std::string> describe(const YAML::Node&, const EmulatorContext&) const override {
+  int instance_count(const Config&) const override { return 0; }
+  std::vector<std::string> describe(const Config&, const EmulatorContext&) const override {
     return {};
   }
-  std::unique_ptr<RunningEmulator> start(const YAML::Node&, EmulatorContext&) override {
+  std::unique_ptr<RunningEmulator> start(const Config&, EmulatorContext&) override {
     return nullptr;
   }
 };

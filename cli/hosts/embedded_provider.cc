@@ -15,24 +15,20 @@ class EmbeddedProvider final : public LocalProvider {
   std::string_view description() const override {
     return "A load-generator endpoint on this machine attached to an embedded emulator instance";
   }
-  void check(const std::vector<HostSpec>& hosts, const YAML::Node& scenario,
-             const std::string& file, Diagnostics& out) const override {
-    std::string kind = scenario["emulator"] && scenario["emulator"]["kind"]
-                           ? scenario["emulator"]["kind"].Scalar()
-                           : "none";
+  void check(const std::vector<HostSpec>& hosts, const Config& scenario,
+             Diagnostics& out) const override {
+    std::string kind = scenario.object("emulator").text("kind", "none");
     for (const auto& host : hosts) {
-      if (!host.config["instance"]) {
-        out.push_back(
-            diagnostic_at(host.config, file, "instance",
-                          fmt::format("embedded host {} needs `instance: N`, the emulator "
-                                      "instance it is attached to",
-                                      host.name)));
+      if (!host.config.has("instance")) {
+        out.push_back(host.config.diagnostic(
+            "instance", fmt::format("embedded host {} needs `instance: N`, the emulator "
+                                    "instance it is attached to",
+                                    host.name)));
       } else if (kind != "embedded") {
-        out.push_back(
-            diagnostic_at(host.config["instance"], file, "instance",
-                          fmt::format("embedded host {} needs `emulator: {{kind: embedded}}`, "
-                                      "the scenario has kind {}",
-                                      host.name, kind)));
+        out.push_back(host.config.diagnostic(
+            "instance", fmt::format("embedded host {} needs `emulator: {{kind: embedded}}`, "
+                                    "the scenario has kind {}",
+                                    host.name, kind)));
       }
     }
   }

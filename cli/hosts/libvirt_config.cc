@@ -9,23 +9,13 @@
 #include <set>
 #include <stdexcept>
 
-#include "common/units.h"
-
 namespace ernic {
 namespace fs = std::filesystem;
 namespace {
 
-std::string node_text(const YAML::Node& node) {
-  return node.IsScalar() ? node.Scalar() : std::string();
-}
-
-std::chrono::seconds seconds_from(const YAML::Node& node, const std::string& what) {
-  auto parsed = parse_duration(node_text(node));
-  if (!parsed || *parsed <= std::chrono::nanoseconds::zero()) {
-    throw std::runtime_error(fmt::format("{}: expected a duration such as 90s", what));
-  }
+std::chrono::seconds whole_seconds(std::chrono::milliseconds duration) {
   return std::max(std::chrono::seconds(1),
-                  std::chrono::duration_cast<std::chrono::seconds>(*parsed));
+                  std::chrono::duration_cast<std::chrono::seconds>(duration));
 }
 
 std::string ipv4_text(std::uint32_t host_order) {
@@ -103,91 +93,30 @@ LibvirtGuestConfig parse_libvirt_guest(const HostSpec& host, const fs::path& bas
   LibvirtGuestConfig config;
   config.name = host.name;
   config.address = host.address;
-  const YAML::Node section = host.config["libvirt"];
-  auto where = [&](const std::string& key) {
-    return fmt::format("hosts.{}.libvirt.{}", host.name, key);
-  };
-  if (section && !section.IsMap()) {
-    throw std::runtime_error(fmt::format("hosts.{}.libvirt: expected a mapping", host.name));
+  const Config section = host.config.object("libvirt");
+  config.uri = section.text("uri", config.uri);
+  config.image = section.text("image", config.image);
+  config.qcow2 = section.text("qcow2", config.qcow2);
+  config.vcpus = static_cast<int>(section.integer("vcpus", config.vcpus));
+  std::uint64_t memory = section.bytes("memory", config.memory_mib << 20);
+  if (memory < (128ULL << 20)) {
+    throw std::runtime_error(fmt::format(
+        "hosts.{}.libvirt.memory: expected a size of at least 128MiB such as 1GiB", host.name));
   }
-  static const std::set<std::string> kKeys{
-      "uri",         "image",       "qcow2", "vcpus",           "memory",
-      "kernel_boot", "accelerator", "login", "emulator_socket", "timeouts"};
-  if (section) {
-    for (const auto& entry : section) {
-      std::string key = entry.first.as<std::string>();
-      if (kKeys.count(key) == 0) {
-        throw std::runtime_error(fmt::format("{}: unknown key", where(key)));
-      }
-    }
-    if (section["uri"])
-      config.uri = node_text(section["uri"]);
-    if (section["image"])
-      config.image = node_text(section["image"]);
-    if (section["qcow2"])
-      config.qcow2 = node_text(section["qcow2"]);
-    if (section["vcpus"]) {
-      try {
-        config.vcpus = std::stoi(node_text(section["vcpus"]));
-      } catch (const std::exception&) {
-        config.vcpus = 0;
-      }
-      if (config.vcpus < 1 || config.vcpus > 64) {
-        throw std::runtime_error(fmt::format("{}: expected 1 to 64", where("vcpus")));
-      }
-    }
-    if (section["memory"]) {
-      auto size = parse_size(node_text(section["memory"]));
-      if (!size || *size < (128ULL << 20)) {
-        throw std::runtime_error(
-            fmt::format("{}: expected a size of at least 128MiB such as 1GiB", where("memory")));
-      }
-      config.memory_mib = *size >> 20;
-    }
-    if (section["kernel_boot"]) {
-      std::string text = node_text(section["kernel_boot"]);
-      if (text != "true" && text != "false") {
-        throw std::runtime_error(fmt::format("{}: expected true or false", where("kernel_boot")));
-      }
-      config.kernel_boot = text == "true";
-    }
-    if (section["accelerator"]) {
-      config.accelerator = node_text(section["accelerator"]);
-      if (config.accelerator != "auto" && config.accelerator != "kvm" &&
-          config.accelerator != "tcg") {
-        throw std::runtime_error(
-            fmt::format("{}: expected auto, kvm or tcg", where("accelerator")));
-      }
-    }
-    if (section["login"]) {
-      config.login = node_text(section["login"]);
-      if (config.login != "root" && config.login != "user") {
-        throw std::runtime_error(fmt::format("{}: expected root or user", where("login")));
-      }
-    }
-    if (section["emulator_socket"])
-      config.emulator_socket = node_text(section["emulator_socket"]);
-    if (const auto timeouts = section["timeouts"]) {
-      for (const auto& entry : timeouts) {
-        std::string key = entry.first.as<std::string>();
-        auto value = seconds_from(entry.second, where("timeouts." + key));
-        if (key == "running")
-          config.timeouts.running = value;
-        else if (key == "address")
-          config.timeouts.address = value;
-        else if (key == "ssh")
-          config.timeouts.ssh = value;
-        else if (key == "host_key")
-          config.timeouts.host_key = value;
-        else
-          throw std::runtime_error(fmt::format(
-              "{}: unknown stage (running, address, ssh, host_key)", where("timeouts." + key)));
-      }
-    }
-  }
+  config.memory_mib = memory >> 20;
+  config.kernel_boot = section.flag("kernel_boot", config.kernel_boot);
+  config.accelerator = section.text("accelerator", config.accelerator);
+  config.login = section.text("login", config.login);
+  config.emulator_socket = section.text("emulator_socket", config.emulator_socket);
+  const Config timeouts = section.object("timeouts");
+  StageTimeouts& stages = config.timeouts;
+  stages.running = whole_seconds(timeouts.duration("running", stages.running));
+  stages.address = whole_seconds(timeouts.duration("address", stages.address));
+  stages.ssh = whole_seconds(timeouts.duration("ssh", stages.ssh));
+  stages.host_key = whole_seconds(timeouts.duration("host_key", stages.host_key));
   if (config.image.empty()) {
     throw std::runtime_error(
-        fmt::format("{}: an image recipe or manifest is required", where("image")));
+        fmt::format("hosts.{}.libvirt.image: an image recipe or manifest is required", host.name));
   }
   fs::path image(config.image);
   if (image.is_relative()) {
@@ -196,24 +125,15 @@ LibvirtGuestConfig parse_libvirt_guest(const HostSpec& host, const fs::path& bas
   return config;
 }
 
-LibvirtRunConfig parse_libvirt_run(const YAML::Node& scenario) {
+LibvirtRunConfig parse_libvirt_run(const Config& scenario) {
   LibvirtRunConfig config;
-  const YAML::Node section = scenario ? scenario["libvirt"] : YAML::Node();
-  if (!section) {
-    return config;
-  }
-  if (const auto network = section["network"]) {
-    if (network["subnet"])
-      config.subnet = node_text(network["subnet"]);
-    if (network["bridge"])
-      config.bridge = node_text(network["bridge"]);
-    if (network["dhcp"])
-      config.dhcp = node_text(network["dhcp"]) == "true";
-  }
-  if (section["image_cache"])
-    config.image_cache = node_text(section["image_cache"]);
-  if (section["pool_dir"])
-    config.pool_dir = node_text(section["pool_dir"]);
+  const Config section = scenario.object("libvirt");
+  const Config network = section.object("network");
+  config.subnet = network.text("subnet", config.subnet);
+  config.bridge = network.text("bridge", config.bridge);
+  config.dhcp = network.flag("dhcp", config.dhcp);
+  config.image_cache = section.text("image_cache", config.image_cache.string());
+  config.pool_dir = section.text("pool_dir", config.pool_dir.string());
   parse_subnet(config.subnet);  // throws with the reason
   return config;
 }

@@ -1,7 +1,5 @@
 #pragma once
 
-#include <yaml-cpp/yaml.h>
-
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -48,9 +46,11 @@ struct LibvirtRunConfig {
   std::filesystem::path pool_dir;  // overlays; empty: /var/lib/libvirt/images/ernic-TOKEN
 };
 
-// Throws std::runtime_error naming the host and the key.
+// From the entry's and the scenario's typed `libvirt:` keys; what the schema cannot say (memory
+// below 128MiB, an empty image, a bad subnet prefix) throws std::runtime_error naming the host
+// and the key.
 LibvirtGuestConfig parse_libvirt_guest(const HostSpec& host, const std::filesystem::path& base_dir);
-LibvirtRunConfig parse_libvirt_run(const YAML::Node& scenario);
+LibvirtRunConfig parse_libvirt_run(const Config& scenario);
 
 // Whether the guest's image is a recipe (built, cached) rather than a manifest.
 bool image_is_recipe(const std::string& image);

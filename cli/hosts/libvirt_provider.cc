@@ -247,14 +247,14 @@ bool LibvirtProvider::stopped() const {
   return (stop_ != nullptr && stop_->load()) || Interrupt::requested();
 }
 
-void LibvirtProvider::check(const std::vector<HostSpec>& hosts, const YAML::Node& scenario,
-                            const std::string& file, Diagnostics& out) const {
+void LibvirtProvider::check(const std::vector<HostSpec>& hosts, const Config& scenario,
+                            Diagnostics& out) const {
   std::vector<std::string> requested;
   LibvirtRunConfig run;
   try {
     run = parse_libvirt_run(scenario);
   } catch (const std::exception& error) {
-    out.push_back(diagnostic_at(scenario["libvirt"], file, "libvirt", error.what()));
+    out.push_back(scenario.diagnostic("libvirt", error.what()));
     return;
   }
   for (const auto& host : hosts) {
@@ -268,20 +268,20 @@ void LibvirtProvider::check(const std::vector<HostSpec>& hosts, const YAML::Node
             host.name));
       }
     } catch (const std::exception& error) {
-      out.push_back(diagnostic_at(host.config, file, "hosts." + host.name, error.what()));
+      out.push_back(host.config.diagnostic("libvirt", error.what()));
     }
   }
   if (run.bridge.empty() && !run.dhcp) {
     try {
       assign_guest_addresses(requested, run.subnet);
     } catch (const std::exception& error) {
-      out.push_back(diagnostic_at(scenario["libvirt"], file, "libvirt.network", error.what()));
+      out.push_back(scenario.object("libvirt").diagnostic("network", error.what()));
     }
   }
 }
 
 std::vector<std::string> LibvirtProvider::planned_addresses(const std::vector<HostSpec>& hosts,
-                                                            const YAML::Node& scenario) const {
+                                                            const Config& scenario) const {
   auto run = parse_libvirt_run(scenario);
   if (run.dhcp) {
     return std::vector<std::string>(hosts.size());

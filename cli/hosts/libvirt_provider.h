@@ -29,9 +29,9 @@ class LibvirtProvider : public HostProvider {
   const ObjectSchema* settings_schema() const override { return &run_schema(); }
   // Static addresses (given or assigned from the subnet); "" for every guest with dhcp: true.
   std::vector<std::string> planned_addresses(const std::vector<HostSpec>& hosts,
-                                             const YAML::Node& scenario) const override;
-  void check(const std::vector<HostSpec>& hosts, const YAML::Node& scenario,
-             const std::string& file, Diagnostics& out) const override;
+                                             const Config& scenario) const override;
+  void check(const std::vector<HostSpec>& hosts, const Config& scenario,
+             Diagnostics& out) const override;
   std::vector<std::string> describe(const std::vector<HostSpec>& hosts,
                                     const ProviderContext& context) const override;
   // The network, pool, overlays and domains (each undo pushed as it exists), then the

@@ -19,8 +19,11 @@
 #include "hosts/libvirt_connection.h"
 #include "hosts/libvirt_readiness.h"
 #include "image/local_process.h"
+#include "platform/platform.h"
 #include "private_home.h"
 #include "run/cleanup_stack.h"
+#include "scenario/config_value.h"
+#include "scenario/scenario_schema.h"
 
 namespace ernic {
 namespace {
@@ -120,11 +123,30 @@ struct LoopbackSshd {
   }
 };
 
+Config host_entry(const std::string& yaml) {
+  return make_config(YAML::Load(yaml), libvirt_host_schema(), "s.yaml", "hosts[0]");
+}
+
+// The scenario's top level as the loader types it.
+Config scenario_settings(const std::string& yaml) {
+  return make_config(YAML::Load(yaml), top_level_schema(builtin_platform()), "s.yaml", "");
+}
+
+std::string schema_errors(const std::string& yaml) {
+  Diagnostics problems;
+  validate(YAML::Load(yaml), libvirt_host_schema(), "s.yaml", "hosts[0]", problems);
+  std::string text;
+  for (const auto& problem : problems) {
+    text += problem.path + ": " + problem.message + "\n";
+  }
+  return text;
+}
+
 HostSpec guest(const std::string& name, const fs::path& manifest, const std::string& ssh_timeout) {
   HostSpec spec;
   spec.name = name;
   spec.provider = "libvirt";
-  spec.config = YAML::Load(
+  spec.config = host_entry(
       fmt::format("{{name: {}, provider: libvirt, libvirt: {{uri: 'test:///default', image: {}, "
                   "timeouts: {{running: 5s, ssh: {}, host_key: 10s}}}}}}",
                   name, manifest.string(), ssh_timeout));
@@ -141,8 +163,8 @@ struct Run {
     fs::create_directories(run_dir);
     context.run_dir = run_dir;
     context.run_token = run_token;
-    context.scenario = YAML::Load(fmt::format("libvirt: {{network: {{subnet: {}}}, pool_dir: {}}}",
-                                              subnet, (run_dir / "pool").string()));
+    context.scenario = scenario_settings(fmt::format(
+        "libvirt: {{network: {{subnet: {}}}, pool_dir: {}}}", subnet, (run_dir / "pool").string()));
     context.cleanup = &cleanup;
   }
   ~Run() {
@@ -190,7 +212,7 @@ TEST_CASE("host entries are parsed with errors naming the host and key", "[libvi
   HostSpec spec;
   spec.name = "g1";
   spec.config =
-      YAML::Load("{libvirt: {vcpus: 2, memory: 2GiB, image: images/x.yaml, timeouts: {ssh: 5m}}}");
+      host_entry("{libvirt: {vcpus: 2, memory: 2GiB, image: images/x.yaml, timeouts: {ssh: 5m}}}");
   auto config = parse_libvirt_guest(spec, "/scenarios");
   CHECK(config.vcpus == 2);
   CHECK(config.memory_mib == 2048);
@@ -198,15 +220,18 @@ TEST_CASE("host entries are parsed with errors naming the host and key", "[libvi
   CHECK(config.timeouts.ssh == std::chrono::seconds(300));
   CHECK(config.uri == "qemu:///system");
 
-  spec.config = YAML::Load("{libvirt: {vcpu: 2}}");
+  CHECK(config.timeouts.running == std::chrono::seconds(60));  // the default
+
+  // What the schema can say, the schema says, located; the provider checks the rest.
+  spec.config = host_entry("{libvirt: {memory: 12}}");
   CHECK_THROWS_WITH(parse_libvirt_guest(spec, "."),
-                    Catch::Contains("hosts.g1.libvirt.vcpu: unknown key"));
-  spec.config = YAML::Load("{libvirt: {memory: 12}}");
-  CHECK_THROWS_WITH(parse_libvirt_guest(spec, "."), Catch::Contains("hosts.g1.libvirt.memory"));
-  spec.config = YAML::Load("{libvirt: {accelerator: hvf}}");
-  CHECK_THROWS_WITH(parse_libvirt_guest(spec, "."), Catch::Contains("auto, kvm or tcg"));
-  spec.config = YAML::Load("{libvirt: {timeouts: {boot: 5s}}}");
-  CHECK_THROWS_WITH(parse_libvirt_guest(spec, "."), Catch::Contains("unknown stage"));
+                    Catch::Contains("hosts.g1.libvirt.memory: expected a size of at least 128MiB"));
+  CHECK_THAT(schema_errors("{libvirt: {vcpu: 2}}"),
+             Catch::Contains("hosts[0].libvirt.vcpu: unknown key 'vcpu'; did you mean 'vcpus'?"));
+  CHECK_THAT(schema_errors("{libvirt: {accelerator: hvf}}"),
+             Catch::Contains("hosts[0].libvirt.accelerator: expected one of auto, kvm, tcg"));
+  CHECK_THAT(schema_errors("{libvirt: {timeouts: {boot: 5s}}}"),
+             Catch::Contains("hosts[0].libvirt.timeouts.boot: unknown key 'boot'"));
 }
 
 TEST_CASE(

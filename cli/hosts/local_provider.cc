@@ -11,7 +11,7 @@ const ObjectSchema& LocalProvider::host_schema() const {
 }
 
 std::vector<std::string> LocalProvider::planned_addresses(const std::vector<HostSpec>& hosts,
-                                                          const YAML::Node& /*scenario*/) const {
+                                                          const Config& /*scenario*/) const {
   std::vector<std::string> addresses;
   for (const auto& host : hosts) {
     addresses.push_back(host.address.empty() ? "127.0.0.1" : host.address);

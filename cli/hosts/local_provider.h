@@ -15,7 +15,7 @@ class LocalProvider : public HostProvider {
   const ObjectSchema& host_schema() const override;
   // A host's `address`, 127.0.0.1 by default.
   std::vector<std::string> planned_addresses(const std::vector<HostSpec>& hosts,
-                                             const YAML::Node& scenario) const override;
+                                             const Config& scenario) const override;
   bool shares_this_filesystem() const override { return true; }
   // Its hosts are this machine: creating them does nothing.
   bool acts_only_through_runner() const override { return true; }

@@ -43,14 +43,12 @@ std::string format_ipv4(std::uint32_t host_order) {
   return text;
 }
 
-std::string subnet_of(const YAML::Node& scenario) {
-  const YAML::Node& settings = scenario["netns"];
-  return settings && settings["subnet"] ? settings["subnet"].Scalar() : kDefaultSubnet;
+std::string subnet_of(const Config& scenario) {
+  return scenario.object("netns").text("subnet", kDefaultSubnet);
 }
 
-bool use_bridge(const std::vector<HostSpec>& hosts, const YAML::Node& scenario) {
-  const YAML::Node& settings = scenario["netns"];
-  std::string link = settings && settings["link"] ? settings["link"].Scalar() : "auto";
+bool use_bridge(const std::vector<HostSpec>& hosts, const Config& scenario) {
+  std::string link = scenario.object("netns").text("link", "auto");
   return link == "bridge" || (link == "auto" && hosts.size() != 2);
 }
 
@@ -112,7 +110,7 @@ class NetnsProvider final : public HostProvider {
   }
 
   std::vector<std::string> planned_addresses(const std::vector<HostSpec>& hosts,
-                                             const YAML::Node& scenario) const override {
+                                             const Config& scenario) const override {
     Subnet subnet = parse_subnet(subnet_of(scenario));
     std::vector<std::string> addresses;
     for (std::size_t i = 0; i < hosts.size(); ++i) {
@@ -123,24 +121,24 @@ class NetnsProvider final : public HostProvider {
     return addresses;
   }
 
-  void check(const std::vector<HostSpec>& hosts, const YAML::Node& scenario,
-             const std::string& file, Diagnostics& out) const override {
+  void check(const std::vector<HostSpec>& hosts, const Config& scenario,
+             Diagnostics& out) const override {
     std::string cidr = subnet_of(scenario);
     Subnet subnet = parse_subnet(cidr);
     std::uint64_t capacity = (1ull << (32 - subnet.length)) - 2;
-    YAML::Node where = scenario["netns"] ? scenario["netns"]["subnet"] : scenario["hosts"];
+    const Config settings = scenario.object("netns");
     if (hosts.size() > capacity) {
-      out.push_back(
-          diagnostic_at(where, file, "netns.subnet",
-                        fmt::format("subnet {} has room for {} hosts, the scenario has {}", cidr,
-                                    capacity, hosts.size())));
+      Diagnostic problem = settings.has("subnet") ? settings.diagnostic("subnet", "")
+                                                  : scenario.diagnostic("hosts", "");
+      problem.message = fmt::format("subnet {} has room for {} hosts, the scenario has {}", cidr,
+                                    capacity, hosts.size());
+      out.push_back(std::move(problem));
     }
-    const YAML::Node& link = scenario["netns"] ? scenario["netns"]["link"] : YAML::Node();
-    if (link && link.Scalar() == "veth" && hosts.size() != 2) {
-      out.push_back(diagnostic_at(link, file, "netns.link",
-                                  fmt::format("a veth pair joins exactly two hosts, the scenario "
-                                              "has {} netns hosts; use bridge",
-                                              hosts.size())));
+    if (settings.text("link", "auto") == "veth" && hosts.size() != 2) {
+      out.push_back(settings.diagnostic("link", fmt::format("a veth pair joins exactly two hosts, "
+                                                            "the scenario has {} netns hosts; "
+                                                            "use bridge",
+                                                            hosts.size())));
     }
     std::set<std::string> seen;
     auto addresses = planned_addresses(hosts, scenario);
@@ -149,13 +147,12 @@ class NetnsProvider final : public HostProvider {
       in_addr address{};
       ::inet_pton(AF_INET, addresses[i].c_str(), &address);
       if ((ntohl(address.s_addr) & mask) != subnet.base) {
-        out.push_back(
-            diagnostic_at(hosts[i].config["address"], file, "address",
-                          fmt::format("{} is outside the netns subnet {}", addresses[i], cidr)));
+        out.push_back(hosts[i].config.diagnostic(
+            "address", fmt::format("{} is outside the netns subnet {}", addresses[i], cidr)));
       }
       if (!seen.insert(addresses[i]).second) {
-        out.push_back(diagnostic_at(
-            hosts[i].config, file, "address",
+        out.push_back(hosts[i].config.diagnostic(
+            "address",
             fmt::format("address {} of host {} is used twice", addresses[i], hosts[i].name)));
       }
     }

@@ -1,7 +1,5 @@
 #pragma once
 
-#include <yaml-cpp/yaml.h>
-
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -11,6 +9,7 @@
 #include "common/program.h"
 #include "hosts/host.h"
 #include "run/cleanup_stack.h"
+#include "scenario/config_value.h"
 #include "scenario/schema.h"
 
 namespace ernic {
@@ -23,13 +22,13 @@ struct HostSpec {
   std::string name;
   std::string provider;  // local, netns, ssh, libvirt, embedded
   std::string address;   // optional; providers fill it in when empty
-  YAML::Node config;     // the whole entry, for provider-specific keys
+  Config config;         // the whole entry, typed by the provider's host schema
 };
 
 struct ProviderContext {
   std::filesystem::path run_dir;
   std::string run_token;  // short, unique per run: names namespaces, domains, bridges
-  YAML::Node scenario;    // the resolved scenario, for top-level provider settings
+  Config scenario;        // the scenario's top level, for the provider's settings section
   CleanupStack* cleanup = nullptr;
   Status* status = nullptr;
   // Commands that build hosts on this machine go through the run's runner, so that a dry run
@@ -53,7 +52,7 @@ class HostProvider {
   // Addresses the hosts will get, for the dry run and for planning commands before the hosts
   // exist; "" where it is only known once the host is up.
   virtual std::vector<std::string> planned_addresses(const std::vector<HostSpec>& hosts,
-                                                     const YAML::Node& /*scenario*/) const {
+                                                     const Config& /*scenario*/) const {
     std::vector<std::string> addresses;
     for (const auto& host : hosts) {
       addresses.push_back(host.address);
@@ -61,9 +60,9 @@ class HostProvider {
     return addresses;
   }
   // Checks that go beyond the schema (e.g. a subnet large enough for the hosts); appended to
-  // `out` with locations.
-  virtual void check(const std::vector<HostSpec>& /*hosts*/, const YAML::Node& /*scenario*/,
-                     const std::string& /*file*/, Diagnostics& /*out*/) const {}
+  // `out`, located by the values' own locations (Config::diagnostic).
+  virtual void check(const std::vector<HostSpec>& /*hosts*/, const Config& /*scenario*/,
+                     Diagnostics& /*out*/) const {}
   // Whether this provider's hosts run programs from this machine's filesystem (local, netns):
   // their tools are checked before anything starts.
   virtual bool shares_this_filesystem() const { return false; }

@@ -88,50 +88,21 @@ std::string expand_home(const std::string& path) {
   return path;
 }
 
+// Reads an `ssh:` or `ssh.jump:` block; what the schema cannot say is refused naming the key.
 class EntryReader {
  public:
   EntryReader(const std::string& host_name, std::string prefix)
       : host_name_(host_name), prefix_(std::move(prefix)) {}
 
-  std::string text(const YAML::Node& node, const std::string& key, std::string fallback) const {
-    if (!node || !node[key]) {
-      return fallback;
-    }
-    if (!node[key].IsScalar()) {
-      fail(key, "expected a string");
-    }
-    return node[key].Scalar();
-  }
-
-  std::uint16_t port(const YAML::Node& node) const {
-    std::string value = text(node, "port", "22");
-    char* end = nullptr;
-    long number = std::strtol(value.c_str(), &end, 10);
-    if (value.empty() || *end != '\0' || number < 1 || number > 65535) {
-      fail("port", "expected a TCP port 1..65535, found '" + value + "'");
-    }
-    return static_cast<std::uint16_t>(number);
-  }
-
-  std::chrono::milliseconds duration(const YAML::Node& node, const std::string& key,
-                                     const char* fallback) const {
-    std::string value = text(node, key, fallback);
-    auto parsed = parse_duration(value);
-    if (!parsed || parsed->count() < 0) {
-      fail(key, "expected a duration such as 10s, found '" + value + "'");
-    }
-    return std::chrono::duration_cast<std::chrono::milliseconds>(*parsed);
-  }
-
-  SshEndpoint endpoint(const YAML::Node& node, std::string default_host) const {
+  SshEndpoint endpoint(const Config& block, std::string default_host) const {
     SshEndpoint endpoint;
-    endpoint.host = text(node, "host", std::move(default_host));
+    endpoint.host = block.text("host", std::move(default_host));
     if (endpoint.host.empty()) {
       fail("host", "no address to connect to: give the host an address or ssh.host");
     }
-    endpoint.port = port(node);
-    endpoint.user = text(node, "user", "");
-    endpoint.key = expand_home(text(node, "key", ""));
+    endpoint.port = static_cast<std::uint16_t>(block.integer("port", 22));
+    endpoint.user = block.text("user", "");
+    endpoint.key = expand_home(block.text("key", ""));
     return endpoint;
   }
 
@@ -147,24 +118,20 @@ class EntryReader {
 }  // namespace
 
 SshConnectOptions ssh_options_from_spec(const HostSpec& spec) {
-  YAML::Node ssh = spec.config ? spec.config["ssh"] : YAML::Node();
+  const Config ssh = spec.config.object("ssh");
   EntryReader reader(spec.name, "ssh.");
   SshConnectOptions options;
   options.label = spec.name;
   options.target = reader.endpoint(ssh, spec.address);
-  options.known_hosts = expand_home(reader.text(ssh, "known_hosts", ""));
-  std::string policy = reader.text(ssh, "host_key_policy", "strict");
-  auto parsed_policy = parse_host_key_policy(policy);
-  if (!parsed_policy) {
-    reader.fail("host_key_policy", "expected strict, accept-new or ignore, found '" + policy + "'");
+  options.known_hosts = expand_home(ssh.text("known_hosts", ""));
+  // The schema's enum holds exactly the policies there are.
+  options.host_key_policy = *parse_host_key_policy(ssh.text("host_key_policy", "strict"));
+  if (ssh.has("jump")) {
+    options.jump = EntryReader(spec.name, "ssh.jump.").endpoint(ssh.object("jump"), "");
   }
-  options.host_key_policy = *parsed_policy;
-  if (ssh && ssh["jump"]) {
-    options.jump = EntryReader(spec.name, "ssh.jump.").endpoint(ssh["jump"], "");
-  }
-  options.connect_timeout = reader.duration(ssh, "connect_timeout", "10s");
-  options.keepalive = reader.duration(ssh, "keepalive", "5s");
-  options.alive_timeout = reader.duration(ssh, "alive_timeout", "5s");
+  options.connect_timeout = ssh.duration("connect_timeout", std::chrono::seconds(10));
+  options.keepalive = ssh.duration("keepalive", std::chrono::seconds(5));
+  options.alive_timeout = ssh.duration("alive_timeout", std::chrono::seconds(5));
   if (options.connect_timeout.count() == 0) {
     reader.fail("connect_timeout", "must be more than 0");
   }
@@ -184,34 +151,22 @@ const ObjectSchema& SshProvider::host_schema() const {
 }
 
 std::vector<std::string> SshProvider::planned_addresses(const std::vector<HostSpec>& hosts,
-                                                        const YAML::Node& /*scenario*/) const {
+                                                        const Config& /*scenario*/) const {
   std::vector<std::string> addresses;
   for (const HostSpec& spec : hosts) {
-    std::string address = spec.address;
-    if (address.empty() && spec.config && spec.config["ssh"] && spec.config["ssh"]["host"]) {
-      address = spec.config["ssh"]["host"].Scalar();
-    }
-    addresses.push_back(address);
+    addresses.push_back(spec.address.empty() ? spec.config.object("ssh").text("host", "")
+                                             : spec.address);
   }
   return addresses;
 }
 
-void SshProvider::check(const std::vector<HostSpec>& hosts, const YAML::Node& /*scenario*/,
-                        const std::string& file, Diagnostics& out) const {
+void SshProvider::check(const std::vector<HostSpec>& hosts, const Config& /*scenario*/,
+                        Diagnostics& out) const {
   for (const HostSpec& spec : hosts) {
     try {
       ssh_options_from_spec(spec);
     } catch (const SshError& error) {
-      Diagnostic diagnostic;
-      diagnostic.file = file;
-      if (spec.config) {
-        YAML::Mark mark = spec.config.Mark();
-        diagnostic.line = mark.line >= 0 ? mark.line + 1 : 0;
-        diagnostic.column = mark.column >= 0 ? mark.column + 1 : 0;
-      }
-      diagnostic.path = "hosts." + spec.name;
-      diagnostic.message = error.what();
-      out.push_back(std::move(diagnostic));
+      out.push_back(spec.config.diagnostic("ssh", error.what()));
     }
   }
 }

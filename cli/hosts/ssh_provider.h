@@ -18,9 +18,9 @@ class SshProvider : public HostProvider {
   std::string_view description() const override;
   const ObjectSchema& host_schema() const override;
   std::vector<std::string> planned_addresses(const std::vector<HostSpec>& hosts,
-                                             const YAML::Node& scenario) const override;
-  void check(const std::vector<HostSpec>& hosts, const YAML::Node& scenario,
-             const std::string& file, Diagnostics& out) const override;
+                                             const Config& scenario) const override;
+  void check(const std::vector<HostSpec>& hosts, const Config& scenario,
+             Diagnostics& out) const override;
   std::vector<std::string> describe(const std::vector<HostSpec>& hosts,
                                     const ProviderContext& context) const override;
   // Connects to every host in parallel; throws SshError listing every host that failed.

@@ -6,6 +6,7 @@
 #include "platform/platform.h"
 
 #include "hosts/registry.h"
+#include "scenario/config_value.h"
 #include "scenario/schema.h"
 
 namespace ernic {
@@ -17,8 +18,19 @@ HostSpec spec_of(const std::string& yaml) {
   spec.name = node["name"].Scalar();
   spec.provider = "ssh";
   spec.address = node["address"] ? node["address"].Scalar() : "";
-  spec.config = node;
+  spec.config = make_config(node, ssh_host_provider().host_schema(), "s.yaml", "hosts[0]");
   return spec;
+}
+
+// What the scenario validator says about a host entry, one message a line.
+std::string schema_errors(const std::string& yaml) {
+  Diagnostics problems;
+  validate(YAML::Load(yaml), ssh_host_provider().host_schema(), "s.yaml", "hosts[0]", problems);
+  std::string text;
+  for (const auto& problem : problems) {
+    text += problem.path + ": " + problem.message + "\n";
+  }
+  return text;
 }
 
 std::string error_of(const HostSpec& spec) {
@@ -78,12 +90,15 @@ TEST_CASE("ssh host entries have defaults and named errors", "[ssh]") {
 
   CHECK(error_of(spec_of("{name: g3}")) ==
         "host g3: ssh.host: no address to connect to: give the host an address or ssh.host");
-  CHECK(error_of(spec_of("{name: g4, address: a, ssh: {port: 70000}}")) ==
-        "host g4: ssh.port: expected a TCP port 1..65535, found '70000'");
-  CHECK(error_of(spec_of("{name: g5, address: a, ssh: {host_key_policy: trust}}")) ==
-        "host g5: ssh.host_key_policy: expected strict, accept-new or ignore, found 'trust'");
-  CHECK(error_of(spec_of("{name: g6, address: a, ssh: {keepalive: often}}")) ==
-        "host g6: ssh.keepalive: expected a duration such as 10s, found 'often'");
+  // Values of the wrong kind are the schema's to refuse, located, before any module reads them.
+  CHECK(schema_errors("{ssh: {port: 70000}}") ==
+        "hosts[0].ssh.port: expected a whole number from 1 to 65535, found '70000'\n");
+  CHECK(schema_errors("{ssh: {host_key_policy: trust}}") ==
+        "hosts[0].ssh.host_key_policy: expected one of strict, accept-new, ignore, found "
+        "'trust'\n");
+  CHECK(schema_errors("{ssh: {keepalive: often}}") ==
+        "hosts[0].ssh.keepalive: expected a duration such as 10s, 500ms or 1m30s, found "
+        "'often'\n");
   CHECK(error_of(spec_of("{name: g7, address: a, ssh: {jump: {user: x}}}")) ==
         "host g7: ssh.jump.host: no address to connect to: give the host an address or ssh.host");
 }
@@ -113,15 +128,18 @@ TEST_CASE("ssh provider is registered with its schema", "[ssh]") {
   std::vector<HostSpec> hosts = {spec_of("{name: g1, address: 10.0.0.5, ssh: {user: root}}"),
                                  spec_of("{name: g2, ssh: {port: 0}}")};
   Diagnostics checked;
-  provider->check(hosts, YAML::Node(), "s.yaml", checked);
+  provider->check(hosts, Config(), checked);
   REQUIRE(checked.size() == 1);
   CHECK(checked[0].message.find("host g2") != std::string::npos);
+  CHECK(checked[0].file == "s.yaml");
+  CHECK(checked[0].line == 1);  // located at the entry's ssh block
+  CHECK(checked[0].path == "hosts[0].ssh");
 
   auto lines = provider->describe({hosts[0]}, ProviderContext{});
   REQUIRE(lines.size() == 1);
   CHECK(lines[0].find("ssh root@10.0.0.5:22 as g1") != std::string::npos);
   CHECK(lines[0].find("host_key_policy strict") != std::string::npos);
-  CHECK(provider->planned_addresses({spec_of("{name: g, ssh: {host: 1.2.3.4}}")}, YAML::Node()) ==
+  CHECK(provider->planned_addresses({spec_of("{name: g, ssh: {host: 1.2.3.4}}")}, Config()) ==
         std::vector<std::string>{"1.2.3.4"});
 }
 

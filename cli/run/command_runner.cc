@@ -41,7 +41,7 @@ std::filesystem::path RealCommandRunner::make_run_dir(const std::filesystem::pat
 }
 
 std::unique_ptr<RunningEmulator> RealCommandRunner::start_emulator(EmulatorKind& kind,
-                                                                   const YAML::Node& config,
+                                                                   const Config& config,
                                                                    EmulatorContext& context) {
   return kind.start(config, context);
 }

@@ -1,7 +1,5 @@
 #pragma once
 
-#include <yaml-cpp/yaml.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -38,8 +36,7 @@ class CommandRunner {
                                              const std::string& scenario_name,
                                              std::string& run_name) = 0;
 
-  virtual std::unique_ptr<RunningEmulator> start_emulator(EmulatorKind& kind,
-                                                          const YAML::Node& config,
+  virtual std::unique_ptr<RunningEmulator> start_emulator(EmulatorKind& kind, const Config& config,
                                                           EmulatorContext& context) = 0;
   // One provider's hosts, all at once (some providers build a network between them).
   virtual std::vector<std::unique_ptr<Host>> create_hosts(HostProvider& provider,
@@ -77,7 +74,7 @@ class RealCommandRunner final : public CommandRunner {
   std::filesystem::path make_run_dir(const std::filesystem::path& runs_dir,
                                      const std::string& scenario_name,
                                      std::string& run_name) override;
-  std::unique_ptr<RunningEmulator> start_emulator(EmulatorKind& kind, const YAML::Node& config,
+  std::unique_ptr<RunningEmulator> start_emulator(EmulatorKind& kind, const Config& config,
                                                   EmulatorContext& context) override;
   std::vector<std::unique_ptr<Host>> create_hosts(HostProvider& provider,
                                                   const std::vector<HostSpec>& specs,
@@ -112,7 +109,7 @@ class DryRunCommandRunner final : public CommandRunner {
   std::filesystem::path make_run_dir(const std::filesystem::path& runs_dir,
                                      const std::string& scenario_name,
                                      std::string& run_name) override;
-  std::unique_ptr<RunningEmulator> start_emulator(EmulatorKind& kind, const YAML::Node& config,
+  std::unique_ptr<RunningEmulator> start_emulator(EmulatorKind& kind, const Config& config,
                                                   EmulatorContext& context) override;
   std::vector<std::unique_ptr<Host>> create_hosts(HostProvider& provider,
                                                   const std::vector<HostSpec>& specs,

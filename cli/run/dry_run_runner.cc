@@ -58,7 +58,7 @@ std::filesystem::path DryRunCommandRunner::make_run_dir(const std::filesystem::p
 }
 
 std::unique_ptr<RunningEmulator> DryRunCommandRunner::start_emulator(EmulatorKind& kind,
-                                                                     const YAML::Node& config,
+                                                                     const Config& config,
                                                                      EmulatorContext& context) {
   section(fmt::format("emulator ({})", kind.name()));
   for (const auto& line : kind.describe(config, context)) {

@@ -202,9 +202,9 @@ void Executor::preflight() {
       need(program, spec.name);
     }
     HostFacts facts;
-    if (kind != nullptr && spec.config["instance"]) {
+    if (kind != nullptr && spec.config.has("instance")) {
       facts = kind->planned_facts(plan_.scenario->emulator.config, context,
-                                  spec.config["instance"].as<int>());
+                                  static_cast<int>(spec.config.integer("instance", 0)));
     }
     for (const auto& point : plan_.points) {
       if (point.entry->server == spec.name || point.entry->client == spec.name) {
@@ -242,10 +242,10 @@ void Executor::start_emulator() {
 
 void Executor::attach_hosts_to_instances() {
   for (const auto& spec : plan_.scenario->hosts) {
-    if (!spec.config["instance"]) {
+    if (!spec.config.has("instance")) {
       continue;
     }
-    int instance = spec.config["instance"].as<int>();
+    int instance = static_cast<int>(spec.config.integer("instance", 0));
     if (!emulator_) {
       throw std::runtime_error(
           fmt::format("host {} is attached to emulator instance {}, but the run "
@@ -266,7 +266,7 @@ void Executor::create_hosts() {
                               specs.size() == 1 ? "" : "s"));
     ProviderContext context{.run_dir = result_.run_dir,
                             .run_token = run_token_,
-                            .scenario = scenario.root,
+                            .scenario = scenario.settings,
                             .cleanup = &cleanup_,
                             .status = &status_,
                             .runner = &runner_};

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hosts/provider.h"
+#include "scenario/config_value.h"
 
 namespace ernic {
 
@@ -16,7 +17,7 @@ namespace ernic {
 struct SetupEntry {
   std::string step;
   std::vector<std::string> hosts;
-  YAML::Node config;  // the whole entry
+  Config config;  // the whole entry, typed by the step's schema
 };
 
 // A `benchmarks:` entry; its matrix parameters expand into points (see plan/planner.h).
@@ -47,7 +48,7 @@ struct HistorySettings {
 
 struct EmulatorSettings {
   std::string kind = "none";  // none | embedded | external
-  YAML::Node config;
+  Config config;              // the section, typed by the kind's schema
 };
 
 // A scenario after validation and --set overrides: everything the planner needs, nothing
@@ -63,8 +64,11 @@ struct Scenario {
   std::vector<BenchmarkEntry> benchmarks;
   std::vector<AbPair> ab_pairs;
   HistorySettings history;
+  // The document typed by the top-level schema, for the sections providers read (`netns:`,
+  // `libvirt:`) and the emulator kind.
+  Config settings;
 
-  YAML::Node root;            // the resolved document
+  YAML::Node root;            // the resolved document, for the loader and the run directory
   std::string resolved_yaml;  // as written into the run directory
   std::string sha256;         // of resolved_yaml
 

@@ -4,7 +4,11 @@
 #include <openssl/evp.h>
 
 #include "common/units.h"
+#include "emulators/emulator_kind.h"
+#include "platform/platform.h"
+#include "scenario/scenario_schema.h"
 #include "scenario/schema.h"
+#include "setup/setup_step.h"
 
 namespace ernic {
 namespace {
@@ -20,10 +24,16 @@ std::string sha256_hex(const std::string& text) {
   return hex;
 }
 
-std::vector<SetupEntry> setup_of(const YAML::Node& setup, const std::vector<HostSpec>& hosts) {
+std::vector<SetupEntry> setup_of(const Platform& platform, const YAML::Node& setup,
+                                 const std::vector<HostSpec>& hosts, const std::string& file) {
   std::vector<SetupEntry> entries;
-  for (const auto& node : setup) {
-    SetupEntry entry{.step = node["step"].Scalar(), .hosts = {}, .config = node};
+  for (std::size_t i = 0; i < setup.size(); ++i) {
+    const YAML::Node& node = setup[i];
+    const SetupStep* step = platform.setup_step(node["step"].Scalar());
+    SetupEntry entry{.step = node["step"].Scalar(),
+                     .hosts = {},
+                     .config = make_config(node, step_schema_for(platform, *step), file,
+                                           fmt::format("setup[{}]", i))};
     if (node["hosts"]) {
       for (const auto& host : node["hosts"]) {
         entry.hosts.push_back(host.Scalar());
@@ -79,6 +89,37 @@ HistorySettings history_of(const YAML::Node& history) {
   return settings;
 }
 
+std::string emulator_kind_of(const YAML::Node& root) {
+  return root["emulator"] ? scalar_text(root["emulator"]["kind"], "none") : "none";
+}
+
+// The top level as providers read it: the `emulator:` section takes its kind's keys.
+ObjectSchema settings_schema(const Platform& platform, const YAML::Node& root) {
+  ObjectSchema schema = top_level_schema(platform);
+  const EmulatorKind* kind = platform.emulator_kind(emulator_kind_of(root));
+  for (auto& field : schema.fields) {
+    if (field.name == "emulator") {
+      field.object = std::make_shared<const ObjectSchema>(emulator_schema_for(platform, kind));
+    }
+  }
+  return schema;
+}
+
+std::vector<HostSpec> host_specs_of(const Platform& platform, const YAML::Node& root,
+                                    const std::string& file) {
+  std::vector<HostSpec> hosts;
+  for (std::size_t i = 0; i < root["hosts"].size(); ++i) {
+    const YAML::Node& node = root["hosts"][i];
+    const HostProvider* provider = platform.provider(node["provider"].Scalar());
+    hosts.push_back(HostSpec{.name = node["name"].Scalar(),
+                             .provider = node["provider"].Scalar(),
+                             .address = scalar_text(node["address"]),
+                             .config = make_config(node, host_schema_for(platform, *provider), file,
+                                                   fmt::format("hosts[{}]", i))});
+  }
+  return hosts;
+}
+
 }  // namespace
 
 const HostSpec* Scenario::find_host(const std::string& host_name) const {
@@ -90,25 +131,19 @@ const HostSpec* Scenario::find_host(const std::string& host_name) const {
   return nullptr;
 }
 
-Scenario build_scenario(const YAML::Node& root, const std::string& file) {
+Scenario build_scenario(const Platform& platform, const YAML::Node& root, const std::string& file) {
   Scenario scenario;
   scenario.file = file;
   scenario.root = root;
   scenario.name = root["name"].Scalar();
   scenario.description = scalar_text(root["description"]);
   scenario.runner = scalar_text(root["runner"], scenario.runner);
-  for (const auto& node : root["hosts"]) {
-    scenario.hosts.push_back(HostSpec{.name = node["name"].Scalar(),
-                                      .provider = node["provider"].Scalar(),
-                                      .address = scalar_text(node["address"]),
-                                      .config = node});
-  }
-  if (root["emulator"]) {
-    scenario.emulator.kind = root["emulator"]["kind"].Scalar();
-    scenario.emulator.config = root["emulator"];
-  }
+  scenario.hosts = host_specs_of(platform, root, file);
+  scenario.settings = make_config(root, settings_schema(platform, root), file, "");
+  scenario.emulator.kind = emulator_kind_of(root);
+  scenario.emulator.config = scenario.settings.object("emulator");
   if (root["setup"]) {
-    scenario.setup = setup_of(root["setup"], scenario.hosts);
+    scenario.setup = setup_of(platform, root["setup"], scenario.hosts, file);
   }
   for (const auto& node : root["benchmarks"]) {
     scenario.benchmarks.push_back(benchmark_of(node));

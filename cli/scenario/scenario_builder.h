@@ -8,8 +8,12 @@
 
 namespace ernic {
 
-// The typed Scenario of a document that passed every check (scenario_loader.cc runs them
-// first); reads values as the schema guarantees them, so nothing here can fail.
-Scenario build_scenario(const YAML::Node& root, const std::string& file);
+struct Platform;
+
+// The typed Scenario of a document that passed the schema and reference checks
+// (scenario_loader.cc runs them first); reads values as the schema guarantees them, so
+// nothing here can fail. Hosts, setup entries and the emulator section get their component's
+// configuration as typed values (make_config).
+Scenario build_scenario(const Platform& platform, const YAML::Node& root, const std::string& file);
 
 }  // namespace ernic

@@ -65,14 +65,16 @@ LoadResult load_scenario_text(const Platform& platform, const std::string& text,
   }
   validate_scenario_schema(platform, *root, file, errors);
   check_references(platform, *root, file, errors);
+  std::optional<Scenario> scenario;
   if (errors.empty()) {
-    check_with_providers(platform, *root, file, errors);
+    scenario = build_scenario(platform, *root, file);
+    check_with_providers(platform, *scenario, errors);
   }
   sort_by_location(errors);
   if (errors.empty()) {
     check_for_warnings(*root, file, result.warnings);
     sort_by_location(result.warnings);
-    result.scenario = build_scenario(*root, file);
+    result.scenario = std::move(scenario);
   }
   return result;
 }

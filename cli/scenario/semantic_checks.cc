@@ -9,6 +9,7 @@
 #include "emulators/emulator_kind.h"
 #include "hosts/provider.h"
 #include "platform/platform.h"
+#include "scenario/scenario.h"
 #include "scenario/scenario_schema.h"
 
 namespace ernic {
@@ -134,12 +135,13 @@ void check_instances(const Platform& platform, const YAML::Node& root, const std
   }
   // The kind reads its section as typed values: only a section its schema accepts (the schema
   // check reports the problems; they are not repeated here).
+  ObjectSchema schema = emulator_schema_for(platform, kind);
   Diagnostics section_problems;
-  validate(emulator, emulator_schema_for(platform, kind), file, "emulator", section_problems);
+  validate(emulator, schema, file, "emulator", section_problems);
   if (!section_problems.empty()) {
     return;
   }
-  int instances = kind->instance_count(emulator);
+  int instances = kind->instance_count(make_config(emulator, schema, file, "emulator"));
   const YAML::Node& hosts = root["hosts"];
   for (std::size_t i = 0; i < hosts.size(); ++i) {
     const YAML::Node& instance = hosts[i].IsMap() ? hosts[i]["instance"] : YAML::Node();
@@ -178,20 +180,16 @@ void check_references(const Platform& platform, const YAML::Node& root, const st
   }
 }
 
-void check_with_providers(const Platform& platform, const YAML::Node& root, const std::string& file,
-                          Diagnostics& out) {
+void check_with_providers(const Platform& platform, const Scenario& scenario, Diagnostics& out) {
   for (const auto* provider : platform.providers) {
     std::vector<HostSpec> mine;
-    for (const auto& node : root["hosts"]) {
-      if (node["provider"].Scalar() == provider->name()) {
-        mine.push_back(HostSpec{.name = node["name"].Scalar(),
-                                .provider = node["provider"].Scalar(),
-                                .address = scalar_text(node["address"]),
-                                .config = node});
+    for (const auto& host : scenario.hosts) {
+      if (host.provider == provider->name()) {
+        mine.push_back(host);
       }
     }
     if (!mine.empty()) {
-      provider->check(mine, root, file, out);
+      provider->check(mine, scenario.settings, out);
     }
   }
 }

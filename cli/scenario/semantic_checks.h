@@ -9,6 +9,7 @@
 namespace ernic {
 
 struct Platform;
+struct Scenario;
 
 // Checks that need the whole scenario, beyond what each key's schema says: names are unique,
 // the hosts a benchmark or setup step names exist, so do the benchmarks an A/B pair names and
@@ -17,10 +18,9 @@ struct Platform;
 void check_references(const Platform& platform, const YAML::Node& root, const std::string& file,
                       Diagnostics& out);
 
-// The providers' own checks (e.g. a subnet large enough for its hosts); they need a document
-// that passed every other check.
-void check_with_providers(const Platform& platform, const YAML::Node& root, const std::string& file,
-                          Diagnostics& out);
+// The providers' own checks (e.g. a subnet large enough for its hosts), on the typed scenario
+// of a document that passed every other check.
+void check_with_providers(const Platform& platform, const Scenario& scenario, Diagnostics& out);
 
 // What is allowed but probably not meant, as warnings (e.g. a runner class rocm-ernic's
 // publisher does not chart).

@@ -29,8 +29,8 @@ std::string detail(const CommandResult& result) {
   return text.empty() ? "" : ": " + text;
 }
 
-std::string required_run(const YAML::Node& config) {
-  std::string run = setup::text(config, "run", "");
+std::string required_run(const Config& config) {
+  std::string run = config.text("run", "");
   if (run.empty()) {
     throw SetupError("command: `run` is empty");
   }
@@ -46,10 +46,10 @@ class CommandStep : public SetupStep {
   }
   const ObjectSchema& schema() const override { return schema_of_step(); }
 
-  std::vector<std::string> describe(const YAML::Node& config, const Host& host) const override {
+  std::vector<std::string> describe(const Config& config, const Host& host) const override {
     std::vector<std::string> lines;
-    std::string unless = setup::text(config, "unless", "");
-    std::string verify = setup::text(config, "verify", "");
+    std::string unless = config.text("unless", "");
+    std::string verify = config.text("verify", "");
     lines.push_back(
         fmt::format("sh -c {}  # on {}{}", shell_quote(required_run(config)), host.name(),
                     unless.empty() ? "" : ", unless sh -c " + shell_quote(unless) + " succeeds"));
@@ -59,12 +59,12 @@ class CommandStep : public SetupStep {
     return lines;
   }
 
-  void apply(const YAML::Node& config, Host& host, HostFacts& /*facts*/,
+  void apply(const Config& config, Host& host, HostFacts& /*facts*/,
              OutputSink* log) const override {
     std::string run = required_run(config);
-    std::string unless = setup::text(config, "unless", "");
-    std::string verify = setup::text(config, "verify", "");
-    auto timeout = setup::duration(config, "timeout", "5m");
+    std::string unless = config.text("unless", "");
+    std::string verify = config.text("verify", "");
+    auto timeout = config.duration("timeout", std::chrono::minutes(5));
     auto shell = [&](const std::string& command) {
       return host.run(CommandSpec{{"/bin/sh", "-c", command}, timeout, {}}, log);
     };

@@ -62,13 +62,13 @@ struct Settings {
   bool prefer_v2 = true;
 };
 
-Settings settings_of(const YAML::Node& config, const Host& host, const HostFacts& facts) {
+Settings settings_of(const Config& config, const Host& host, const HostFacts& facts) {
   Settings settings;
   auto fact = facts.find("rdma_device");
-  settings.device = setup::text(config, "device", fact != facts.end() ? fact->second : "");
-  settings.port = setup::text(config, "port", "1");
-  settings.address = setup::text(config, "address", host.address());
-  std::string version = setup::text(config, "roce_version", "v2");
+  settings.device = config.text("device", fact != facts.end() ? fact->second : "");
+  settings.port = config.text("port", "1");
+  settings.address = config.text("address", host.address());
+  std::string version = config.text("roce_version", "v2");
   if (version != "v2" && version != "v1") {
     throw SetupError("gid-index: roce_version must be v2 or v1, found '" + version + "'");
   }
@@ -100,7 +100,7 @@ class GidIndexStep : public SetupStep {
   std::vector<std::string> recorded_facts() const override {
     return {"gid_index", "gid", "gid_type"};
   }
-  std::vector<std::string> describe(const YAML::Node& config, const Host& host) const override {
+  std::vector<std::string> describe(const Config& config, const Host& host) const override {
     Settings settings = settings_of(config, host, {});
     return {fmt::format(
         "find the GID index of {} in {}/class/infiniband/{}/ports/{}/gids on {} (prefer RoCE {})",
@@ -109,8 +109,7 @@ class GidIndexStep : public SetupStep {
         settings.prefer_v2 ? "v2" : "v1")};
   }
 
-  void apply(const YAML::Node& config, Host& host, HostFacts& facts,
-             OutputSink* log) const override {
+  void apply(const Config& config, Host& host, HostFacts& facts, OutputSink* log) const override {
     Settings settings = settings_of(config, host, facts);
     if (settings.device.empty()) {
       setup::fail(kind(), host,

@@ -13,8 +13,8 @@ constexpr const char* kLimitsFile = "/etc/security/limits.d/90-rdma-memlock.conf
 constexpr const char* kSystemdFile = "/etc/systemd/system.conf.d/90-rdma-memlock.conf";
 
 // `limit` is what `ulimit -l` prints: "unlimited" or KiB.
-std::string limit_of(const YAML::Node& config) {
-  std::string limit = setup::text(config, "limit", "unlimited");
+std::string limit_of(const Config& config) {
+  std::string limit = config.text("limit", "unlimited");
   if (limit != "unlimited" &&
       (limit.empty() || limit.find_first_not_of("0123456789") != std::string::npos)) {
     throw SetupError("memlock: limit must be unlimited or a number of KiB, found '" + limit + "'");
@@ -62,7 +62,7 @@ class MemlockStep : public SetupStep {
     return schema;
   }
 
-  std::vector<std::string> describe(const YAML::Node& config, const Host& host) const override {
+  std::vector<std::string> describe(const Config& config, const Host& host) const override {
     std::string limit = limit_of(config);
     return {
         fmt::format("write {} on {} (soft and hard memlock {} for * and root)", kLimitsFile,
@@ -74,8 +74,7 @@ class MemlockStep : public SetupStep {
     };
   }
 
-  void apply(const YAML::Node& config, Host& host, HostFacts& facts,
-             OutputSink* log) const override {
+  void apply(const Config& config, Host& host, HostFacts& facts, OutputSink* log) const override {
     std::string limit = limit_of(config);
     install(host, kLimitsFile, limits_file(limit), log);
     bool systemd = setup::run_script(host, "test -d /run/systemd/system", {}, nullptr).ok();

@@ -33,8 +33,8 @@ const ObjectSchema& schema_of_step() {
   return schema;
 }
 
-std::vector<std::string> names_of(const YAML::Node& config) {
-  std::vector<std::string> names = setup::texts(config, "names");
+std::vector<std::string> names_of(const Config& config) {
+  std::vector<std::string> names = config.texts("names");
   if (names.empty()) {
     throw SetupError("packages: `names` lists no package");
   }
@@ -76,10 +76,11 @@ class PackagesStep : public SetupStep {
     return {{"apt-get", "apt"}, {"dpkg-query", "dpkg"}};
   }
 
-  std::vector<std::string> describe(const YAML::Node& config, const Host& host) const override {
+  std::vector<std::string> describe(const Config& config, const Host& host) const override {
     std::vector<std::string> lines;
-    std::string lock = std::to_string(setup::duration(config, "lock_timeout", "2m").count() / 1000);
-    if (setup::flag(config, "update", false)) {
+    std::string lock =
+        std::to_string(config.duration("lock_timeout", std::chrono::minutes(2)).count() / 1000);
+    if (config.flag("update", false)) {
       lines.push_back(
           fmt::format("apt-get -o DPkg::Lock::Timeout={} update  # on {}", lock, host.name()));
     }
@@ -90,11 +91,11 @@ class PackagesStep : public SetupStep {
     return lines;
   }
 
-  void apply(const YAML::Node& config, Host& host, HostFacts& /*facts*/,
+  void apply(const Config& config, Host& host, HostFacts& /*facts*/,
              OutputSink* log) const override {
     std::vector<std::string> names = names_of(config);
-    auto lock = setup::duration(config, "lock_timeout", "2m");
-    auto timeout = setup::duration(config, "timeout", "15m");
+    auto lock = config.duration("lock_timeout", std::chrono::minutes(2));
+    auto timeout = config.duration("timeout", std::chrono::minutes(15));
     if (!host.has_program("apt-get") || !host.has_program("dpkg-query")) {
       setup::fail(kind(), host, "needs apt-get and dpkg-query (a Debian or Ubuntu system)");
     }
@@ -106,7 +107,7 @@ class PackagesStep : public SetupStep {
     }
     std::string lock_option = fmt::format("DPkg::Lock::Timeout={}", lock.count() / 1000);
     std::vector<std::pair<std::string, std::string>> env = {{"DEBIAN_FRONTEND", "noninteractive"}};
-    if (setup::flag(config, "update", false)) {
+    if (config.flag("update", false)) {
       CommandResult updated =
           host.run(CommandSpec{{"apt-get", "-o", lock_option, "update"}, timeout, env}, log);
       if (!updated.ok()) {

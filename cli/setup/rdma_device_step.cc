@@ -53,17 +53,17 @@ struct Wanted {
   std::string display() const { return pci ? pci->display() : "name " + name; }
 };
 
-Wanted wanted_of(const YAML::Node& config) {
+Wanted wanted_of(const Config& config) {
   Wanted wanted;
-  wanted.name = setup::text(config, "name", "");
-  if (config && config.IsMap() && config["pci"]) {
-    const YAML::Node pci = config["pci"];
+  wanted.name = config.text("name", "");
+  if (config.has("pci")) {
+    const Config pci = config.object("pci");
     PciIdentity identity;
     std::string* slots[] = {&identity.vendor, &identity.device, &identity.subsystem_vendor,
                             &identity.subsystem_device};
     const char* keys[] = {"vendor", "device", "subsystem_vendor", "subsystem_device"};
     for (int i = 0; i < 4; ++i) {
-      std::string value = setup::text(pci, keys[i], "");
+      std::string value = pci.text(keys[i], "");
       auto normalized = normalize_pci_id(value);
       if (!normalized) {
         throw SetupError(
@@ -95,14 +95,13 @@ class RdmaDeviceStep : public SetupStep {
   const ObjectSchema& schema() const override { return schema_of_step(); }
 
   std::vector<std::string> recorded_facts() const override { return {"rdma_device"}; }
-  std::vector<std::string> describe(const YAML::Node& config, const Host& host) const override {
+  std::vector<std::string> describe(const Config& config, const Host& host) const override {
     Wanted wanted = wanted_of(config);
     return {fmt::format("find the RDMA device with {} among {}/class/infiniband/*/device on {}",
                         wanted.display(), setup::sysfs_root(config, {}), host.name())};
   }
 
-  void apply(const YAML::Node& config, Host& host, HostFacts& facts,
-             OutputSink* log) const override {
+  void apply(const Config& config, Host& host, HostFacts& facts, OutputSink* log) const override {
     Wanted wanted = wanted_of(config);
     std::string root = setup::sysfs_root(config, facts);
     CommandResult listing = setup::run_script_checked(host, kind(), "listing RDMA devices",

@@ -1,7 +1,5 @@
 #pragma once
 
-#include <yaml-cpp/yaml.h>
-
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -9,6 +7,7 @@
 
 #include "benchmarks/benchmark.h"
 #include "hosts/host.h"
+#include "scenario/config_value.h"
 #include "scenario/schema.h"
 
 namespace ernic {
@@ -36,11 +35,10 @@ class SetupStep {
   // them as <name>).
   virtual std::vector<std::string> recorded_facts() const { return {}; }
   // What the step will do on `host`, for the dry run: one line per action, commands resolved.
-  virtual std::vector<std::string> describe(const YAML::Node& config, const Host& host) const = 0;
+  virtual std::vector<std::string> describe(const Config& config, const Host& host) const = 0;
   // Applies and verifies the step; records what it learned (e.g. "rdma_device", "gid_index")
   // in `facts`. Throws SetupError.
-  virtual void apply(const YAML::Node& config, Host& host, HostFacts& facts,
-                     OutputSink* log) const = 0;
+  virtual void apply(const Config& config, Host& host, HostFacts& facts, OutputSink* log) const = 0;
 };
 
 }  // namespace ernic

@@ -55,9 +55,9 @@ class SoftRoceStep : public SetupStep {
   }
 
   std::vector<std::string> recorded_facts() const override { return {"rdma_device"}; }
-  std::vector<std::string> describe(const YAML::Node& config, const Host& host) const override {
-    std::string name = setup::text(config, "name", "rxe0");
-    std::string netdev = setup::text(config, "netdev", "<interface of " + host.address() + ">");
+  std::vector<std::string> describe(const Config& config, const Host& host) const override {
+    std::string name = config.text("name", "rxe0");
+    std::string netdev = config.text("netdev", "<interface of " + host.address() + ">");
     return {
         fmt::format("if {} has no RDMA device in {}/class/infiniband:", host.name(),
                     setup::sysfs_root(config, {})),
@@ -67,10 +67,9 @@ class SoftRoceStep : public SetupStep {
     };
   }
 
-  void apply(const YAML::Node& config, Host& host, HostFacts& facts,
-             OutputSink* log) const override {
-    std::string name = setup::text(config, "name", "rxe0");
-    auto timeout = setup::duration(config, "timeout", "10s");
+  void apply(const Config& config, Host& host, HostFacts& facts, OutputSink* log) const override {
+    std::string name = config.text("name", "rxe0");
+    auto timeout = config.duration("timeout", std::chrono::seconds(10));
     std::string root = setup::sysfs_root(config, facts);
     CommandResult listed = setup::run_script_checked(host, kind(), "listing RDMA devices",
                                                      kListDevices, {root}, nullptr);
@@ -85,7 +84,7 @@ class SoftRoceStep : public SetupStep {
       return;
     }
     if (!has_ours) {
-      std::string netdev = setup::text(config, "netdev", "");
+      std::string netdev = config.text("netdev", "");
       if (netdev.empty()) {
         netdev = setup::trim(setup::run_script_checked(host, kind(),
                                                        "finding the interface of " + host.address(),

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "common/units.h"
-
 namespace ernic::setup {
 
 FieldSchema field(std::string name, ValueKind kind, std::string description) {
@@ -14,66 +12,12 @@ FieldSchema field(std::string name, ValueKind kind, std::string description) {
   return result;
 }
 
-std::string text(const YAML::Node& config, const std::string& key, const std::string& fallback) {
-  if (!config || !config.IsMap() || !config[key] || config[key].IsNull()) {
-    return fallback;
-  }
-  if (!config[key].IsScalar()) {
-    throw SetupError(fmt::format("setup key {}: expected a single value", key));
-  }
-  return config[key].Scalar();
-}
-
-std::vector<std::string> texts(const YAML::Node& config, const std::string& key) {
-  std::vector<std::string> values;
-  if (!config || !config.IsMap() || !config[key]) {
-    return values;
-  }
-  const YAML::Node node = config[key];
-  if (node.IsScalar()) {
-    values.push_back(node.Scalar());
-    return values;
-  }
-  if (!node.IsSequence()) {
-    throw SetupError(fmt::format("setup key {}: expected a list", key));
-  }
-  for (const auto& item : node) {
-    if (!item.IsScalar()) {
-      throw SetupError(fmt::format("setup key {}: expected a list of values", key));
-    }
-    values.push_back(item.Scalar());
-  }
-  return values;
-}
-
-std::chrono::milliseconds duration(const YAML::Node& config, const std::string& key,
-                                   const std::string& fallback) {
-  std::string value = text(config, key, fallback);
-  auto parsed = parse_duration(value);
-  if (!parsed || parsed->count() < 0) {
-    throw SetupError(
-        fmt::format("setup key {}: expected a duration such as 30s, found '{}'", key, value));
-  }
-  return std::chrono::duration_cast<std::chrono::milliseconds>(*parsed);
-}
-
-bool flag(const YAML::Node& config, const std::string& key, bool fallback) {
-  std::string value = text(config, key, fallback ? "true" : "false");
-  if (value == "true" || value == "yes" || value == "on") {
-    return true;
-  }
-  if (value == "false" || value == "no" || value == "off") {
-    return false;
-  }
-  throw SetupError(fmt::format("setup key {}: expected true or false, found '{}'", key, value));
-}
-
-std::string sysfs_root(const YAML::Node& config, const HostFacts& facts) {
+std::string sysfs_root(const Config& config, const HostFacts& facts) {
   std::string fallback = "/sys";
   if (auto found = facts.find("sysfs_root"); found != facts.end() && !found->second.empty()) {
     fallback = found->second;
   }
-  std::string root = text(config, "sysfs_root", fallback);
+  std::string root = config.text("sysfs_root", fallback);
   while (root.size() > 1 && root.back() == '/') {
     root.pop_back();
   }

@@ -1,7 +1,5 @@
 #pragma once
 
-#include <yaml-cpp/yaml.h>
-
 #include <chrono>
 #include <string>
 #include <vector>
@@ -10,23 +8,15 @@
 #include "scenario/schema.h"
 #include "setup/setup_step.h"
 
-// Helpers shared by the setup steps: reading the step's keys, running commands that must
-// succeed, and notes in the step log.
+// Helpers shared by the setup steps (which read their keys from their Config): running commands
+// that must succeed, and notes in the step log.
 namespace ernic::setup {
 
 FieldSchema field(std::string name, ValueKind kind, std::string description);
 
-// The scalar at `key`, or `fallback` when absent. Throws SetupError when it is not a scalar.
-std::string text(const YAML::Node& config, const std::string& key, const std::string& fallback);
-// A list of scalars (one scalar is a list of one).
-std::vector<std::string> texts(const YAML::Node& config, const std::string& key);
-std::chrono::milliseconds duration(const YAML::Node& config, const std::string& key,
-                                   const std::string& fallback);
-bool flag(const YAML::Node& config, const std::string& key, bool fallback);
-
 // Where the host's sysfs is mounted: the step's `sysfs_root`, else the host fact
 // `sysfs_root`, else /sys. Tests point it at a directory laid out like sysfs.
-std::string sysfs_root(const YAML::Node& config, const HostFacts& facts);
+std::string sysfs_root(const Config& config, const HostFacts& facts);
 
 // Runs a POSIX shell script on the host with positional arguments ($1...), output streamed to
 // `log`.

@@ -38,17 +38,10 @@ std::string normalized(const std::string& value) {
   return text;
 }
 
-std::vector<std::pair<std::string, std::string>> entries_of(const YAML::Node& config,
+std::vector<std::pair<std::string, std::string>> entries_of(const Config& config,
                                                             const std::string& key) {
   std::vector<std::pair<std::string, std::string>> entries;
-  if (!config || !config.IsMap() || !config[key]) {
-    return entries;
-  }
-  if (!config[key].IsMap()) {
-    throw SetupError("sysctl: `" + key + "` must map parameter names to values");
-  }
-  for (const auto& item : config[key]) {
-    std::string name = item.first.as<std::string>();
+  for (const auto& [name, value] : config.string_map(key)) {
     bool safe = !name.empty() && name.find("..") == std::string::npos && name[0] != '/' &&
                 name.find_first_not_of(
                     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -56,10 +49,7 @@ std::vector<std::pair<std::string, std::string>> entries_of(const YAML::Node& co
     if (!safe) {
       throw SetupError("sysctl: '" + name + "' is not a kernel parameter name");
     }
-    if (!item.second.IsScalar()) {
-      throw SetupError("sysctl: the value of " + name + " must be a single value");
-    }
-    entries.emplace_back(name, normalized(item.second.Scalar()));
+    entries.emplace_back(name, normalized(value));
   }
   return entries;
 }
@@ -101,7 +91,7 @@ class SysctlStep : public SetupStep {
   }
   const ObjectSchema& schema() const override { return schema_of_step(); }
 
-  std::vector<std::string> describe(const YAML::Node& config, const Host& host) const override {
+  std::vector<std::string> describe(const Config& config, const Host& host) const override {
     std::vector<std::string> lines;
     for (const auto& [name, value] : entries_of(config, "values")) {
       lines.push_back(fmt::format("echo '{}' > /proc/sys/{}  # sysctl {} on {}", value,
@@ -114,8 +104,7 @@ class SysctlStep : public SetupStep {
     return lines;
   }
 
-  void apply(const YAML::Node& config, Host& host, HostFacts& facts,
-             OutputSink* log) const override {
+  void apply(const Config& config, Host& host, HostFacts& facts, OutputSink* log) const override {
     auto exact = entries_of(config, "values");
     auto minimums = entries_of(config, "at_least");
     if (exact.empty() && minimums.empty()) {

@@ -23,8 +23,13 @@ bool pid_exists(int pid) {
   return ::kill(pid, 0) == 0 || errno != ESRCH;
 }
 
-YAML::Node config_with(const std::string& extra) {
-  return YAML::Load("{kind: external, binary: " + kStandIn + ", mesh_port: 6399" + extra + "}");
+// An `emulator:` section as the scenario loader hands it to the kind.
+Config section(const std::string& yaml) {
+  return make_config(YAML::Load(yaml), external_emulator().schema(), "s.yaml", "emulator");
+}
+
+Config config_with(const std::string& extra) {
+  return section("{kind: external, binary: " + kStandIn + ", mesh_port: 6399" + extra + "}");
 }
 
 struct Run {
@@ -153,10 +158,9 @@ TEST_CASE("a binary that exits at once is reported with its own error") {
   }
   CHECK_THAT(error, Contains("exited with status 2 before it was ready"));
   CHECK_THAT(error, Contains("unknown flag --no-such-flag"));
-  CHECK_THROWS_WITH(
-      external_emulator().start(YAML::Load("{kind: external, binary: /nonexistent/rocm-ernic}"),
-                                run.context),
-      Contains("/nonexistent/rocm-ernic is not an executable file"));
+  CHECK_THROWS_WITH(external_emulator().start(
+                        section("{kind: external, binary: /nonexistent/rocm-ernic}"), run.context),
+                    Contains("/nonexistent/rocm-ernic is not an executable file"));
 }
 
 TEST_CASE(

@@ -23,8 +23,10 @@
 #include "hosts/libvirt_provider.h"
 #include "image/image_builder.h"
 #include "image/local_process.h"
+#include "platform/platform.h"
 #include "run/cleanup_stack.h"
 #include "run/leftovers.h"
+#include "scenario/scenario_schema.h"
 
 namespace ernic {
 namespace {
@@ -101,7 +103,7 @@ HostSpec guest_entry(const std::string& name) {
   HostSpec spec;
   spec.name = name;
   spec.provider = "libvirt";
-  spec.config = YAML::Load(fmt::format(R"(
+  spec.config = make_config(YAML::Load(fmt::format(R"(
 name: {}
 provider: libvirt
 libvirt:
@@ -111,12 +113,14 @@ libvirt:
   accelerator: tcg
   timeouts: {{running: 60s, ssh: 900s, host_key: 180s}}
 )",
-                                       name, ERNIC_SOURCE_DIR));
+                                                   name, ERNIC_SOURCE_DIR)),
+                            libvirt_host_schema(), "s.yaml", "hosts[0]");
   return spec;
 }
 
-YAML::Node scenario_with_subnet(const std::string& subnet) {
-  return YAML::Load(fmt::format("libvirt: {{network: {{subnet: {}}}}}", subnet));
+Config scenario_with_subnet(const std::string& subnet) {
+  return make_config(YAML::Load(fmt::format("libvirt: {{network: {{subnet: {}}}}}", subnet)),
+                     top_level_schema(builtin_platform()), "s.yaml", "");
 }
 
 // The system ssh client, verifying against the known_hosts the provider wrote.

@@ -5,6 +5,7 @@
 #include "platform/platform.h"
 
 #include "hosts/ssh_host.h"
+#include "scenario/scenario_schema.h"
 #include "setup/setup_step.h"
 #include "setup/steps.h"
 #include "sshd_fixture.h"
@@ -76,12 +77,13 @@ struct FakeSysfs {
   std::filesystem::path root;
 };
 
-YAML::Node step_config(const std::string& yaml) {
-  return YAML::Load(yaml);
+// A `setup:` entry as the scenario loader hands it to the step.
+Config step_config(const SetupStep& step, const std::string& yaml) {
+  return make_config(YAML::Load(yaml), step_schema_for(builtin_platform(), step), "s.yaml",
+                     "setup[0]");
 }
 
-std::string setup_error(const SetupStep& step, const YAML::Node& config, Host& host,
-                        HostFacts& facts) {
+std::string setup_error(const SetupStep& step, const Config& config, Host& host, HostFacts& facts) {
   try {
     step.apply(config, host, facts, nullptr);
   } catch (const SetupError& error) {
@@ -110,23 +112,25 @@ TEST_CASE("rdma-device finds the ERNIC device by PCI identity in a sysfs tree", 
   std::string root = sysfs.root.string();
 
   HostFacts facts;
-  step.apply(step_config("{step: rdma-device, pci: {vendor: '0x1dd8', device: '0x1002', "
+  step.apply(step_config(step,
+                         "{step: rdma-device, pci: {vendor: '0x1dd8', device: '0x1002', "
                          "subsystem_vendor: 0x1DD8, subsystem_device: '5400'}, sysfs_root: " +
-                         root + "}"),
+                             root + "}"),
              target.host, facts, nullptr);
   CHECK(facts["rdma_device"] == "ernic0");
   CHECK(facts["rdma_pci"] == "1dd8:1002:1dd8:5400");
 
   HostFacts by_name{{"sysfs_root", root}};  // the root as a host fact
-  step.apply(step_config("{step: rdma-device, name: rxe0}"), target.host, by_name, nullptr);
+  step.apply(step_config(step, "{step: rdma-device, name: rxe0}"), target.host, by_name, nullptr);
   CHECK(by_name["rdma_device"] == "rxe0");
 
   HostFacts none;
   std::string error =
       setup_error(step,
-                  step_config("{pci: {vendor: 0x1dd8, device: 0x100a, subsystem_vendor: 0x1dd8, "
+                  step_config(step,
+                              "{pci: {vendor: 0x1dd8, device: 0x100a, subsystem_vendor: 0x1dd8, "
                               "subsystem_device: 0x5400}, sysfs_root: " +
-                              root + "}"),
+                                  root + "}"),
                   target.host, none);
   CHECK(error ==
         "rdma-device on g1: no RDMA device matches 1dd8:100a:1dd8:5400 in " + root +
@@ -135,12 +139,12 @@ TEST_CASE("rdma-device finds the ERNIC device by PCI identity in a sysfs tree", 
 
   std::filesystem::create_directories(target.sshd.directory() / "empty");
   error = setup_error(step,
-                      step_config("{name: ernic0, sysfs_root: " +
-                                  (target.sshd.directory() / "empty").string() + "}"),
+                      step_config(step, "{name: ernic0, sysfs_root: " +
+                                            (target.sshd.directory() / "empty").string() + "}"),
                       target.host, none);
   CHECK(error.find("found: none") != std::string::npos);
 
-  auto lines = step.describe(step_config("{name: rxe0}"), target.host);
+  auto lines = step.describe(step_config(step, "{name: rxe0}"), target.host);
   REQUIRE(lines.size() == 1);
   CHECK(lines[0].find("name rxe0") != std::string::npos);
 }
@@ -166,18 +170,19 @@ TEST_CASE("gid-index finds the RoCE v2 GID of the host's test address", "[ssh][s
 
   HostFacts facts{{"rdma_device", "rxe0"}, {"sysfs_root", sysfs.root.string()}};
   LogSink log;
-  step.apply(step_config("{step: gid-index}"), target.host, facts, &log);
+  step.apply(step_config(step, "{step: gid-index}"), target.host, facts, &log);
   CHECK(facts["gid_index"] == "3");
   CHECK(facts["gid_type"] == "RoCE v2");
   CHECK(log.text.find("GID index 3") != std::string::npos);
 
-  step.apply(step_config("{roce_version: v1}"), target.host, facts, nullptr);
+  step.apply(step_config(step, "{roce_version: v1}"), target.host, facts, nullptr);
   CHECK(facts["gid_index"] == "2");
 
-  step.apply(step_config("{address: 'fe80::a0d1:ffff:fe00:1'}"), target.host, facts, nullptr);
+  step.apply(step_config(step, "{address: 'fe80::a0d1:ffff:fe00:1'}"), target.host, facts, nullptr);
   CHECK(facts["gid_index"] == "1");
 
-  std::string error = setup_error(step, step_config("{address: 192.0.2.99}"), target.host, facts);
+  std::string error =
+      setup_error(step, step_config(step, "{address: 192.0.2.99}"), target.host, facts);
   CHECK(error.find("gid-index on g1: no GID of rxe0 port 1 holds 192.0.2.99 "
                    "(0000:0000:0000:0000:0000:ffff:c000:0263)") != std::string::npos);
   CHECK(error.find("3 0000:0000:0000:0000:0000:ffff:") != std::string::npos);
@@ -185,10 +190,10 @@ TEST_CASE("gid-index finds the RoCE v2 GID of the host's test address", "[ssh][s
   CHECK(error.find("4 0000:0000:0000:0000:0000:0000:0000:0000") == std::string::npos);
 
   HostFacts no_device{{"sysfs_root", sysfs.root.string()}};
-  error = setup_error(step, step_config("{}"), target.host, no_device);
+  error = setup_error(step, step_config(step, "{}"), target.host, no_device);
   CHECK(error.find("run the rdma-device") != std::string::npos);
 
-  error = setup_error(step, step_config("{device: ernic0}"), target.host, facts);
+  error = setup_error(step, step_config(step, "{device: ernic0}"), target.host, facts);
   CHECK(error.find("no GID table") != std::string::npos);
 }
 
@@ -198,7 +203,8 @@ TEST_CASE("sysctl sets per-namespace values and verifies them", "[ssh][setup]") 
   const SetupStep& step = sysctl_step();
   HostFacts facts;
   LogSink log;
-  YAML::Node config = step_config(
+  Config config = step_config(
+      step,
       "{step: sysctl, values: {net.ipv4.ip_forward: 1}, at_least: {net.core.somaxconn: 8191}}");
   auto lines = step.describe(config, target.host);
   REQUIRE(lines.size() == 2);
@@ -215,18 +221,20 @@ TEST_CASE("sysctl sets per-namespace values and verifies them", "[ssh][setup]") 
 
   // Idempotent, and at_least never lowers.
   LogSink again;
-  step.apply(step_config("{values: {net.ipv4.ip_forward: 1}, at_least: {net.core.somaxconn: 100}}"),
-             target.host, facts, &again);
+  step.apply(
+      step_config(step, "{values: {net.ipv4.ip_forward: 1}, at_least: {net.core.somaxconn: 100}}"),
+      target.host, facts, &again);
   CHECK(again.text.find("net.ipv4.ip_forward is already 1") != std::string::npos);
   target.ns.exec({"cat", "/proc/sys/net/core/somaxconn"}, &value);
   CHECK(value == "8191\n");
 
-  std::string error =
-      setup_error(step, step_config("{values: {net.core.ernic_no_such: 1}}"), target.host, facts);
+  std::string error = setup_error(step, step_config(step, "{values: {net.core.ernic_no_such: 1}}"),
+                                  target.host, facts);
   CHECK(error.find("sysctl on g1: kernel parameter net.core.ernic_no_such does not exist") !=
         std::string::npos);
   // The kernel refuses a reversed port range.
-  error = setup_error(step, step_config("{values: {net.ipv4.ip_local_port_range: '50000 40000'}}"),
+  error = setup_error(step,
+                      step_config(step, "{values: {net.ipv4.ip_local_port_range: '50000 40000'}}"),
                       target.host, facts);
   CHECK(error.find("sysctl on g1: setting net.ipv4.ip_local_port_range to 50000 40000 failed") !=
         std::string::npos);
@@ -248,13 +256,13 @@ TEST_CASE("memlock sets the limit of new login sessions through limits.d", "[ssh
   // CAP_SYS_RESOURCE: it proves that the file is written where logins read it.
   HostFacts facts;
   LogSink log;
-  step.apply(step_config("{step: memlock, limit: 2048}"), target.host, facts, &log);
+  step.apply(step_config(step, "{step: memlock, limit: 2048}"), target.host, facts, &log);
   CHECK(facts["memlock"] == "2048");
   CHECK(new_session_limit() == "2048\n");
   CHECK(log.text.find("systemd is not running on g1") != std::string::npos);
   CHECK(log.text.find("ulimit -l is 2048 for a new login session") != std::string::npos);
   LogSink again;
-  step.apply(step_config("{step: memlock, limit: 2048}"), target.host, facts, &again);
+  step.apply(step_config(step, "{step: memlock, limit: 2048}"), target.host, facts, &again);
   CHECK(again.text.find("already in place") != std::string::npos);
 
   // The default, unlimited: verified for real where the kernel lets sshd raise the hard limit,
@@ -263,7 +271,7 @@ TEST_CASE("memlock sets the limit of new login sessions through limits.d", "[ssh
   HostFacts unlimited;
   std::string error;
   try {
-    step.apply(step_config("{step: memlock}"), target.host, unlimited, nullptr);
+    step.apply(step_config(step, "{step: memlock}"), target.host, unlimited, nullptr);
   } catch (const SetupError& failure) {
     error = failure.what();
   }
@@ -304,7 +312,7 @@ TEST_CASE("soft-roce skips hosts with a device and reports a failing modprobe", 
   const SetupStep& step = soft_roce_step();
   HostFacts facts{{"sysfs_root", sysfs.root.string()}};
   LogSink log;
-  step.apply(step_config("{name: ernicrxe9}"), target.host, facts, &log);
+  step.apply(step_config(step, "{name: ernicrxe9}"), target.host, facts, &log);
   CHECK(log.text.find("already has RDMA device(s) ernic0 rxe0") != std::string::npos);
   CHECK(facts.count("rdma_device") == 0);
 
@@ -313,15 +321,16 @@ TEST_CASE("soft-roce skips hosts with a device and reports a failing modprobe", 
   bool rxe_available = testing::run_program({"modprobe", "-n", "rdma_rxe"}) == 0;
   if (rxe_available) {
     // A machine with Soft-RoCE: the step really creates the device on the namespace's veth.
-    step.apply(step_config("{name: ernicrxe9, netdev: " + target.ns.inside_interface() + "}"),
+    step.apply(step_config(step, "{name: ernicrxe9, netdev: " + target.ns.inside_interface() + "}"),
                target.host, bare, nullptr);
     CHECK(bare["rdma_device"] == "ernicrxe9");
     target.ns.exec({"rdma", "link", "delete", "ernicrxe9"});
   } else {
-    std::string error = setup_error(step, step_config("{name: ernicrxe9}"), target.host, bare);
+    std::string error =
+        setup_error(step, step_config(step, "{name: ernicrxe9}"), target.host, bare);
     CHECK(error.find("soft-roce on g1: modprobe rdma_rxe failed") != std::string::npos);
   }
-  auto lines = step.describe(step_config("{netdev: eth1}"), target.host);
+  auto lines = step.describe(step_config(step, "{netdev: eth1}"), target.host);
   CHECK(lines.at(2).find("rdma link add rxe0 type rxe netdev eth1") != std::string::npos);
 }
 
@@ -330,15 +339,16 @@ TEST_CASE("packages skips installed packages and reports apt-get failures", "[ss
   const SetupStep& step = packages_step();
   HostFacts facts;
   LogSink log;
-  step.apply(step_config("{names: [iproute2, openssh-server]}"), target.host, facts, &log);
+  step.apply(step_config(step, "{names: [iproute2, openssh-server]}"), target.host, facts, &log);
   CHECK(log.text.find("already installed on g1: iproute2 openssh-server") != std::string::npos);
 
   std::string error = setup_error(
-      step, step_config("{names: [iproute2, ernic-no-such-package], lock_timeout: 20s}"),
+      step, step_config(step, "{names: [iproute2, ernic-no-such-package], lock_timeout: 20s}"),
       target.host, facts);
   CHECK(error.find("packages on g1: apt-get install ernic-no-such-package failed") !=
         std::string::npos);
-  auto lines = step.describe(step_config("{names: [perftest], lock_timeout: 30s}"), target.host);
+  auto lines =
+      step.describe(step_config(step, "{names: [perftest], lock_timeout: 30s}"), target.host);
   CHECK(lines.back().find("DPkg::Lock::Timeout=30 install -y --no-install-recommends perftest") !=
         std::string::npos);
 }
@@ -352,14 +362,15 @@ TEST_CASE("command step runs, skips when done, and verifies", "[ssh][setup]") {
                        "', unless: 'test -e " + marker.string() + "', verify: 'test -e " +
                        marker.string() + "'}";
   HostFacts facts;
-  step.apply(step_config(config), target.host, facts, nullptr);
-  step.apply(step_config(config), target.host, facts, nullptr);
+  step.apply(step_config(step, config), target.host, facts, nullptr);
+  step.apply(step_config(step, config), target.host, facts, nullptr);
   CHECK(read_file(counter) == "x\n");  // the second apply was skipped by `unless`
 
   std::string error =
-      setup_error(step, step_config("{run: 'true', verify: 'exit 4'}"), target.host, facts);
+      setup_error(step, step_config(step, "{run: 'true', verify: 'exit 4'}"), target.host, facts);
   CHECK(error == "command on g1: verification `exit 4` failed (exit status 4)");
-  error = setup_error(step, step_config("{run: 'echo broken >&2; exit 2'}"), target.host, facts);
+  error =
+      setup_error(step, step_config(step, "{run: 'echo broken >&2; exit 2'}"), target.host, facts);
   CHECK(error == "command on g1: `echo broken >&2; exit 2` failed (exit status 2): broken");
 }
 

@@ -30,7 +30,7 @@ json harness_manifest(const Scenario& scenario, const RunResult& result) {
       result.instances.is_null() ? json{{"instances", json::array()}} : result.instances;
   for (auto& instance : manifest["instances"]) {
     for (const auto& spec : scenario.hosts) {
-      if (!spec.config["instance"] || spec.config["instance"].as<int>() != instance["id"]) {
+      if (!spec.config.has("instance") || spec.config.integer("instance", 0) != instance["id"]) {
         continue;
       }
       json vm = {

@@ -108,7 +108,7 @@ bool FakeHost::is_listening(std::uint16_t /*port*/) {
 }
 
 std::vector<std::string> FakeProvider::planned_addresses(const std::vector<HostSpec>& hosts,
-                                                         const YAML::Node&) const {
+                                                         const Config&) const {
   std::vector<std::string> addresses;
   for (const auto& host : hosts) {
     addresses.push_back("addr-" + host.name);
@@ -139,7 +139,7 @@ std::vector<std::unique_ptr<Host>> FakeProvider::create(const std::vector<HostSp
   return created;
 }
 
-std::vector<std::string> FakeEmulatorKind::describe(const YAML::Node& config,
+std::vector<std::string> FakeEmulatorKind::describe(const Config& config,
                                                     const EmulatorContext& context) const {
   std::vector<std::string> lines;
   for (int id = 1; id <= instance_count(config); ++id) {
@@ -148,7 +148,7 @@ std::vector<std::string> FakeEmulatorKind::describe(const YAML::Node& config,
   return lines;
 }
 
-HostFacts FakeEmulatorKind::planned_facts(const YAML::Node&, const EmulatorContext& context,
+HostFacts FakeEmulatorKind::planned_facts(const Config&, const EmulatorContext& context,
                                           int instance) const {
   return {{"perf_socket", fmt::format("/tmp/fake-{}/ernic{}.sock", context.run_token, instance)},
           {"ernicctl", "/opt/ernicctl"},
@@ -158,7 +158,7 @@ HostFacts FakeEmulatorKind::planned_facts(const YAML::Node&, const EmulatorConte
           {"emulator_mac", "02:e7:00:00:00:01"}};
 }
 
-std::unique_ptr<RunningEmulator> FakeEmulatorKind::start(const YAML::Node& config,
+std::unique_ptr<RunningEmulator> FakeEmulatorKind::start(const Config& config,
                                                          EmulatorContext& context) {
   std::vector<HostFacts> facts;
   for (int id = 1; id <= instance_count(config); ++id) {

@@ -83,7 +83,7 @@ class FakeProvider final : public HostProvider {
   const ObjectSchema& host_schema() const override { return real_.host_schema(); }
   const ObjectSchema* settings_schema() const override { return real_.settings_schema(); }
   std::vector<std::string> planned_addresses(const std::vector<HostSpec>& hosts,
-                                             const YAML::Node& scenario) const override;
+                                             const Config& scenario) const override;
   bool acts_only_through_runner() const override { return true; }
   std::vector<std::unique_ptr<Host>> create(const std::vector<HostSpec>& hosts,
                                             ProviderContext& context) override;
@@ -105,15 +105,12 @@ class FakeEmulatorKind final : public EmulatorKind {
   std::string_view name() const override { return real_.name(); }
   std::string_view description() const override { return "fake instances"; }
   const ObjectSchema& schema() const override { return real_.schema(); }
-  int instance_count(const YAML::Node& config) const override {
-    return real_.instance_count(config);
-  }
-  std::vector<std::string> describe(const YAML::Node& config,
+  int instance_count(const Config& config) const override { return real_.instance_count(config); }
+  std::vector<std::string> describe(const Config& config,
                                     const EmulatorContext& context) const override;
-  HostFacts planned_facts(const YAML::Node& config, const EmulatorContext& context,
+  HostFacts planned_facts(const Config& config, const EmulatorContext& context,
                           int instance) const override;
-  std::unique_ptr<RunningEmulator> start(const YAML::Node& config,
-                                         EmulatorContext& context) override;
+  std::unique_ptr<RunningEmulator> start(const Config& config, EmulatorContext& context) override;
   std::string dead;
 
  private:
