@@ -16,6 +16,13 @@
 
 namespace ernic::emu {
 
+// A TCP port for a test's out-of-band listener: below the kernel's ephemeral range (32768 and
+// up, where any program's outgoing connection may hold a port) and above the blocks ernicctl
+// runs reserve (20000-27999); spread by pid, so concurrent test processes differ.
+inline std::string port_for_test(int offset) {
+  return std::to_string(28000 + (getpid() * 11 + offset) % 4000);
+}
+
 // Starts `ernicctl args...` with stdout and stderr appended to `output`.
 inline pid_t spawn_ernicctl(const std::vector<std::string>& args,
                             const std::filesystem::path& output) {

@@ -8,6 +8,7 @@
 #include "benchmarks/benchmark.h"
 #include "benchmarks/fio_parser.h"
 #include "benchmarks/registry.h"
+#include "history/history_record.h"
 
 namespace ernic {
 namespace {
@@ -144,11 +145,11 @@ class FioBenchmark final : public Benchmark {
     if (auto bw = point.median.find("bw_avg_GBs");
         bw != point.median.end() &&
         std::find(tracked_sizes.begin(), tracked_sizes.end(), bs) != tracked_sizes.end()) {
-      figures.series["nvmeof"].try_emplace(std::to_string(bs), bw->second);
+      figures.series[series_key(Series::kNvmeof)].try_emplace(std::to_string(bs), bw->second);
     }
     if (auto iops = point.median.find("iops_M");
         iops != point.median.end() && bs == kBadgeBlockSize) {
-      figures.badges.try_emplace("nvmeof_iops_M", iops->second);
+      figures.badges.try_emplace(badge_key(Badge::kNvmeof), iops->second);
     }
   }
 

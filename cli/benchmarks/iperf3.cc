@@ -7,6 +7,7 @@
 #include "benchmarks/benchmark.h"
 #include "benchmarks/iperf3_parser.h"
 #include "benchmarks/registry.h"
+#include "history/history_record.h"
 
 namespace ernic {
 namespace {
@@ -179,8 +180,8 @@ class Iperf3Benchmark final : public Benchmark {
     const PointParams& p = *point.params;
     auto bandwidth = point.median.find("bandwidth_GBs");
     if (p.text("protocol") == "tcp" && !p.flag("reverse") && bandwidth != point.median.end() &&
-        !figures.badges.contains("tcp_bw_GBs")) {
-      figures.badges["tcp_bw_GBs"] = bandwidth->second;
+        !figures.badges.contains(badge_key(Badge::kTcp))) {
+      figures.badges[badge_key(Badge::kTcp)] = bandwidth->second;
     }
   }
 };

@@ -172,6 +172,25 @@ TEST_CASE("perftest module: parse reads the client's row for the point's size",
   CHECK_THAT(wrong_tool.error, Catch::Contains("'RDMA_Write BW Test' table, expected ib_send_bw"));
 }
 
+TEST_CASE("perftest module: duration mode runs -D whole seconds and reports no peak",
+          "[perftest][module]") {
+  PointFixture f;
+  f.param("verb", "write").param("mode", "bw").param("size", "65536").param("iterations", "1000");
+  f.param("duration", "2500ms");
+  PointCommands commands = perftest().commands(f.point);
+  CHECK(commands.client.argv == Argv{"ib_write_bw", "-s", "65536", "-D", "3", "--report_gbits",
+                                     "-p", "18600", "10.10.0.1"});
+  CommandResult server = exited(0, read_sample("ib_write_bw_s65536.server.txt"));
+  CommandResult client = exited(0, read_sample("ib_write_bw_s65536.client.txt"));
+  ParseOutcome outcome = perftest().parse(&server, client, f.point);
+  REQUIRE(outcome.ok);
+  CHECK_FALSE(outcome.metrics.contains("bw_peak_GBs"));
+  CHECK(outcome.metrics.at("bw_avg_GBs") == Approx(11.72 * 1048576 / 1e9));
+
+  f.param("duration", "200ms");
+  CHECK(perftest().commands(f.point).client.argv[4] == "1");  // at least one second
+}
+
 TEST_CASE("perftest module: latency point; the read server prints no table", "[perftest][module]") {
   PointFixture f;
   f.param("verb", "read").param("mode", "lat").param("size", "64");

@@ -4,12 +4,14 @@
 #include <iostream>
 
 #include "benchmarks/parser.h"
+#include "commands/bringup/bringup_state.h"
 #include "commands/commands.h"
 #include "commands/run_outputs.h"
 #include "common/interrupt.h"
 #include "common/units.h"
 #include "plan/plan.h"
 #include "plan/point_selection.h"
+#include "run/attachment.h"
 #include "run/command_runner.h"
 #include "run/executor.h"
 #include "run/status.h"
@@ -58,6 +60,8 @@ namespace {
 
 struct RunFlags {
   std::string scenario;
+  bool attach = false;
+  StateFlags state;
   std::vector<std::string> sets;
   bool dry_run = false;
   std::string runs_dir = "runs";
@@ -80,6 +84,18 @@ int run(const RunFlags& flags, const Platform& platform) {
     return kExitBadInput;
   }
   RunOptions options;
+  std::optional<Attachment> attachment;
+  if (flags.attach) {
+    auto state = read_state(flags.state);
+    if (!state) {
+      std::cerr << fmt::format(
+          "ernicctl: nothing to attach to ({} does not exist): `ernicctl up {}` first\n",
+          state_file(flags.state).string(), flags.scenario);
+      return kExitBadInput;
+    }
+    attachment = attachment_from_state(*state);
+    options.attach = &*attachment;
+  }
   options.runs_dir = flags.runs_dir;
   options.keep = flags.keep == "always"       ? KeepPolicy::kAlways
                  : flags.keep == "on-failure" ? KeepPolicy::kOnFailure
@@ -93,6 +109,9 @@ int run(const RunFlags& flags, const Platform& platform) {
   }
   RunResult& result = *executed;
   write_run_outputs(*scenario, plan, result, flags.output == "json");
+  if (flags.attach) {
+    note_attached_run(flags.state, result);
+  }
   switch (result.status) {
     case RunStatus::kPassed:
       return kExitOk;
@@ -117,6 +136,9 @@ void register_run_command(CLI::App& app, CommandContext& context) {
   cmd->add_option("--set", flags->sets,
                   "Override a key: key.path=value (YAML value; list items "
                   "by index or name), repeatable");
+  cmd->add_flag("--attach", flags->attach,
+                "Run against what `ernicctl up` left running: create and tear down nothing");
+  add_state_option(cmd, flags->state);
   cmd->add_flag("--dry-run", flags->dry_run,
                 "Print the expanded plan with every command; start nothing");
   cmd->add_option("--only", flags->selection.only,

@@ -66,6 +66,11 @@ class EmulatorKind {
   // stack. Returns null for `none`.
   virtual std::unique_ptr<RunningEmulator> start(const Config& config,
                                                  EmulatorContext& context) = 0;
+  // `ernicctl run --attach`: the instances `up` left (its manifest's `instances`), watched but
+  // never stopped. By default they are watched by pid, log and stats file
+  // (attached_instances.h).
+  virtual std::unique_ptr<RunningEmulator> attach(const nlohmann::json& instances,
+                                                  EmulatorContext& context);
 };
 
 }  // namespace ernic

@@ -231,6 +231,13 @@ void to_json(json& out, const ErnicctlPart& part) {
   put_present(out, "duration_s", part.duration_s);
   put_present(out, "run_token", part.run_token);
   put_present(out, "selection", part.selection);
+  if (part.attached_to) {
+    json attached = {{"up_run_dir", part.attached_to->up_run_dir},
+                     {"up_run_token", part.attached_to->up_run_token},
+                     {"rebuilt", part.attached_to->rebuilt}};
+    put_present(attached, "up_since", part.attached_to->up_since);
+    out["attached_to"] = attached;
+  }
 }
 
 void to_json(json& out, const HistoryRecord& record) {

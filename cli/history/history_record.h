@@ -115,6 +115,15 @@ struct AbPairRecord {
   std::string metric;
 };
 
+// `run --attach`: the `ernicctl up` run whose hosts and instances the run used (their T_init is
+// in that run's record).
+struct AttachedToRecord {
+  std::string up_run_dir;
+  std::string up_run_token;
+  std::optional<std::string> up_since;
+  std::vector<std::string> rebuilt;  // instances whose program was rebuilt since they started
+};
+
 struct ErnicctlPart {
   int schema = 1;
   std::string version;
@@ -128,6 +137,7 @@ struct ErnicctlPart {
   std::optional<std::string> run_token;
   // The flags that selected the points (`--only 'bw[*]' --repeat 3`); absent for a whole run.
   std::optional<std::string> selection;
+  std::optional<AttachedToRecord> attached_to;
   ScenarioInfo scenario;
   std::string accelerator;  // none | kvm | tcg | mixed
   bool functional_only = false;

@@ -257,6 +257,14 @@ ErnicctlPart read_part(const FieldReader& in) {
   in.read("run_dir", part.run_dir);
   in.read("run_token", part.run_token);
   in.read("selection", part.selection);
+  if (auto attached = in.child("attached_to", json::value_t::object); attached.is_object()) {
+    AttachedToRecord record;
+    attached.read("up_run_dir", record.up_run_dir);
+    attached.read("up_run_token", record.up_run_token);
+    attached.read("up_since", record.up_since);
+    attached.read("rebuilt", record.rebuilt);
+    part.attached_to = std::move(record);
+  }
   auto scenario = in.child("scenario", json::value_t::object);
   scenario.read("name", part.scenario.name);
   scenario.read("path", part.scenario.path);

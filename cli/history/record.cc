@@ -58,11 +58,11 @@ std::string measured_sha() {
   return sha.substr(0, 8);
 }
 
+}  // namespace
+
 std::string iso8601(std::chrono::system_clock::time_point time) {
   return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::floor<std::chrono::seconds>(time));
 }
-
-}  // namespace
 
 std::string resolve_runner_class(std::string_view declared, std::string_view runner_environment) {
   if (declared.empty() || declared == "auto") {
@@ -215,8 +215,16 @@ HistoryRecord build_history_record(const Scenario& scenario, const RunResult& ru
     part.hosts.push_back({.name = host.name,
                           .provider = host.provider,
                           .address = host.address,
-                          .t_init_s = host.t_init_s,
+                          .t_init_s = host.attached ? std::nullopt : std::optional(host.t_init_s),
                           .facts = host.facts});
+  }
+  if (run.attached_to) {
+    const AttachedTo& attached = *run.attached_to;
+    part.attached_to = AttachedToRecord{
+        .up_run_dir = attached.up_run_dir,
+        .up_run_token = attached.up_run_token,
+        .up_since = attached.up_since.empty() ? std::nullopt : std::optional(attached.up_since),
+        .rebuilt = attached.rebuilt};
   }
   for (const auto& result : run.points) {
     part.points.push_back(point_record(result, run));

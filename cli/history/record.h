@@ -1,5 +1,7 @@
 #pragma once
 
+#include <chrono>
+
 #include <string>
 #include <string_view>
 
@@ -17,6 +19,9 @@ HistoryRecord build_history_record(const Scenario& scenario, const RunResult& ru
 // to "github-hosted" on a GitHub-hosted runner (`runner_environment`, GitHub's
 // RUNNER_ENVIRONMENT, is "github-hosted") and to "self-hosted" otherwise, the only two classes
 // rocm-ernic's publisher charts. Any other class is kept as given.
+// "2026-12-01T15:33:29Z", as records write times.
+std::string iso8601(std::chrono::system_clock::time_point time);
+
 std::string resolve_runner_class(std::string_view declared, std::string_view runner_environment);
 // The same, reading RUNNER_ENVIRONMENT.
 std::string resolve_runner_class(std::string_view declared);

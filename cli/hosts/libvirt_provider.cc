@@ -418,6 +418,39 @@ std::vector<std::unique_ptr<Host>> LibvirtProvider::create(const std::vector<Hos
   return created;
 }
 
+std::vector<std::unique_ptr<Host>> LibvirtProvider::attach(
+    const std::vector<HostSpec>& hosts, const std::vector<AttachedHost>& recorded,
+    ProviderContext& /*context*/) {
+  std::map<std::string, LibvirtConnectionPtr> connections;  // by URI
+  std::vector<std::unique_ptr<Host>> attached;
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    const auto& facts = recorded[i].facts;
+    auto fact = [&](const char* key) {
+      auto it = facts.find(key);
+      if (it == facts.end()) {
+        throw std::runtime_error(
+            fmt::format("guest {}: up recorded no {}; bring it up again", hosts[i].name, key));
+      }
+      return it->second;
+    };
+    const std::string uri = fact("uri");
+    const std::string domain = fact("domain");
+    if (std::string condition = host_condition(facts); condition != "up") {
+      throw std::runtime_error(
+          fmt::format("guest {}: libvirt domain {} is {}", hosts[i].name, domain, condition));
+    }
+    LibvirtConnectionPtr& connection = connections[uri];
+    if (!connection) {
+      connection = std::make_shared<LibvirtConnection>(uri);
+    }
+    GuestSshTarget target{hosts[i].name,    recorded[i].address, 22,
+                          fact("ssh_user"), fact("ssh_key"),     fact("ssh_known_hosts")};
+    attached.push_back(std::make_unique<LibvirtGuest>(connection, domain, target,
+                                                      ssh_factory_(target), facts, 0.0));
+  }
+  return attached;
+}
+
 std::string LibvirtProvider::host_condition(const std::map<std::string, std::string>& facts) const {
   auto domain = facts.find("domain");
   if (domain == facts.end()) {

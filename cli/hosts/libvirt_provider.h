@@ -38,6 +38,11 @@ class LibvirtProvider : public HostProvider {
   // readiness stages of every guest: see docs/guests.md.
   std::vector<std::unique_ptr<Host>> create(const std::vector<HostSpec>& hosts,
                                             ProviderContext& context) override;
+  // The guests `up` booted, reached again by SSH with the keys it recorded; each domain must
+  // still be running.
+  std::vector<std::unique_ptr<Host>> attach(const std::vector<HostSpec>& hosts,
+                                            const std::vector<AttachedHost>& recorded,
+                                            ProviderContext& context) override;
   // A guest `up` left: its domain (facts `domain`, `uri`) up, stopped or gone.
   std::string host_condition(const std::map<std::string, std::string>& facts) const override;
 

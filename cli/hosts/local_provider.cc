@@ -29,6 +29,16 @@ std::vector<std::unique_ptr<Host>> LocalProvider::create(const std::vector<HostS
   return created;
 }
 
+std::vector<std::unique_ptr<Host>> LocalProvider::attach(const std::vector<HostSpec>& hosts,
+                                                         const std::vector<AttachedHost>& recorded,
+                                                         ProviderContext& /*context*/) {
+  std::vector<std::unique_ptr<Host>> attached;
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    attached.push_back(std::make_unique<LocalHost>(hosts[i].name, recorded[i].address));
+  }
+  return attached;
+}
+
 HostProvider& local_provider() {
   static LocalProvider provider;
   return provider;

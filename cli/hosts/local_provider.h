@@ -25,6 +25,9 @@ class LocalProvider : public HostProvider {
   }
   std::vector<std::unique_ptr<Host>> create(const std::vector<HostSpec>& hosts,
                                             ProviderContext& context) override;
+  std::vector<std::unique_ptr<Host>> attach(const std::vector<HostSpec>& hosts,
+                                            const std::vector<AttachedHost>& recorded,
+                                            ProviderContext& context) override;
 };
 
 }  // namespace ernic

@@ -197,6 +197,23 @@ class NetnsProvider final : public HostProvider {
     return created;
   }
 
+  std::vector<std::unique_ptr<Host>> attach(const std::vector<HostSpec>& hosts,
+                                            const std::vector<AttachedHost>& recorded,
+                                            ProviderContext& /*context*/) override {
+    std::vector<std::unique_ptr<Host>> attached;
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+      auto ns = recorded[i].facts.find("netns");
+      if (ns == recorded[i].facts.end() || host_condition(recorded[i].facts) != "up") {
+        throw std::runtime_error(fmt::format(
+            "host {}: its network namespace {} is gone", hosts[i].name,
+            ns == recorded[i].facts.end() ? std::string("(not recorded)") : ns->second));
+      }
+      attached.push_back(
+          std::make_unique<LocalHost>(hosts[i].name, recorded[i].address, ns->second));
+    }
+    return attached;
+  }
+
  private:
   std::vector<std::string> namespace_names(const std::vector<HostSpec>& hosts,
                                            const ProviderContext& context) const {

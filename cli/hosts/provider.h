@@ -1,6 +1,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -23,6 +24,14 @@ struct HostSpec {
   std::string provider;  // local, netns, ssh, libvirt, embedded
   std::string address;   // optional; providers fill it in when empty
   Config config;         // the whole entry, typed by the provider's host schema
+};
+
+// A host `ernicctl up` created, as it recorded it: the address and the facts its Host gave
+// (and setup learned), which are all `run --attach` needs to reach it again.
+struct AttachedHost {
+  std::string name;
+  std::string address;
+  std::map<std::string, std::string> facts;
 };
 
 struct ProviderContext {
@@ -79,6 +88,12 @@ class HostProvider {
   }
   virtual std::vector<std::unique_ptr<Host>> create(const std::vector<HostSpec>& hosts,
                                                     ProviderContext& context) = 0;
+  // `ernicctl run --attach`: Hosts for what `up` created (`recorded`, in the order of `hosts`),
+  // creating nothing and pushing no teardown. Throws naming the host when one is gone. A
+  // provider whose create() makes nothing (local, ssh) attaches by creating.
+  virtual std::vector<std::unique_ptr<Host>> attach(const std::vector<HostSpec>& hosts,
+                                                    const std::vector<AttachedHost>& recorded,
+                                                    ProviderContext& context);
   // `ernicctl status`: whether a host `ernicctl up` left is still there, judged from the facts
   // its Host gave: "up", "stopped", "gone", or "unknown" when the provider cannot tell.
   virtual std::string host_condition(const std::map<std::string, std::string>& /*facts*/) const {

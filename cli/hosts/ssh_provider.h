@@ -26,6 +26,12 @@ class SshProvider : public HostProvider {
   // Connects to every host in parallel; throws SshError listing every host that failed.
   std::vector<std::unique_ptr<Host>> create(const std::vector<HostSpec>& hosts,
                                             ProviderContext& context) override;
+  // Connecting creates nothing: attaching is connecting again.
+  std::vector<std::unique_ptr<Host>> attach(const std::vector<HostSpec>& hosts,
+                                            const std::vector<AttachedHost>& /*recorded*/,
+                                            ProviderContext& context) override {
+    return create(hosts, context);
+  }
 };
 
 HostProvider& ssh_host_provider();

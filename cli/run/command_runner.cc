@@ -56,6 +56,18 @@ void RealCommandRunner::apply_setup(const SetupStep& step, const SetupEntry& ent
   step.apply(entry.config, host, facts, log);
 }
 
+std::unique_ptr<RunningEmulator> RealCommandRunner::attach_emulator(EmulatorKind& kind,
+                                                                    const nlohmann::json& instances,
+                                                                    EmulatorContext& context) {
+  return kind.attach(instances, context);
+}
+
+std::vector<std::unique_ptr<Host>> RealCommandRunner::attach_hosts(
+    HostProvider& provider, const std::vector<HostSpec>& specs,
+    const std::vector<AttachedHost>& recorded, ProviderContext& context) {
+  return provider.attach(specs, recorded, context);
+}
+
 CommandResult RealCommandRunner::run_here(const CommandSpec& spec) {
   // Plumbing must finish even while Ctrl-C tears the run down, so it is not interruptible.
   ProcessCommand command(spec, nullptr, "", /*interruptible=*/false);

@@ -42,6 +42,15 @@ class CommandRunner {
   virtual std::vector<std::unique_ptr<Host>> create_hosts(HostProvider& provider,
                                                           const std::vector<HostSpec>& specs,
                                                           ProviderContext& context) = 0;
+  // `run --attach`: what `ernicctl up` left, instead of starting and creating; nothing of it
+  // goes onto the cleanup stack.
+  virtual std::unique_ptr<RunningEmulator> attach_emulator(EmulatorKind& kind,
+                                                           const nlohmann::json& instances,
+                                                           EmulatorContext& context) = 0;
+  virtual std::vector<std::unique_ptr<Host>> attach_hosts(HostProvider& provider,
+                                                          const std::vector<HostSpec>& specs,
+                                                          const std::vector<AttachedHost>& recorded,
+                                                          ProviderContext& context) = 0;
   virtual void apply_setup(const SetupStep& step, const SetupEntry& entry, Host& host,
                            HostFacts& facts, OutputSink* log) = 0;
 
@@ -79,6 +88,13 @@ class RealCommandRunner final : public CommandRunner {
   std::vector<std::unique_ptr<Host>> create_hosts(HostProvider& provider,
                                                   const std::vector<HostSpec>& specs,
                                                   ProviderContext& context) override;
+  std::unique_ptr<RunningEmulator> attach_emulator(EmulatorKind& kind,
+                                                   const nlohmann::json& instances,
+                                                   EmulatorContext& context) override;
+  std::vector<std::unique_ptr<Host>> attach_hosts(HostProvider& provider,
+                                                  const std::vector<HostSpec>& specs,
+                                                  const std::vector<AttachedHost>& recorded,
+                                                  ProviderContext& context) override;
   void apply_setup(const SetupStep& step, const SetupEntry& entry, Host& host, HostFacts& facts,
                    OutputSink* log) override;
   CommandResult run_here(const CommandSpec& spec) override;
@@ -113,6 +129,13 @@ class DryRunCommandRunner final : public CommandRunner {
                                                   EmulatorContext& context) override;
   std::vector<std::unique_ptr<Host>> create_hosts(HostProvider& provider,
                                                   const std::vector<HostSpec>& specs,
+                                                  ProviderContext& context) override;
+  std::unique_ptr<RunningEmulator> attach_emulator(EmulatorKind& kind,
+                                                   const nlohmann::json& instances,
+                                                   EmulatorContext& context) override;
+  std::vector<std::unique_ptr<Host>> attach_hosts(HostProvider& provider,
+                                                  const std::vector<HostSpec>& specs,
+                                                  const std::vector<AttachedHost>& recorded,
                                                   ProviderContext& context) override;
   void apply_setup(const SetupStep& step, const SetupEntry& entry, Host& host, HostFacts& facts,
                    OutputSink* log) override;

@@ -93,6 +93,29 @@ std::vector<std::unique_ptr<Host>> DryRunCommandRunner::create_hosts(
   return hosts;
 }
 
+std::unique_ptr<RunningEmulator> DryRunCommandRunner::attach_emulator(
+    EmulatorKind& kind, const nlohmann::json& instances, EmulatorContext& context) {
+  section(fmt::format("emulator ({}, attached: left running by `ernicctl up`)", kind.name()));
+  for (const auto& instance : instances) {
+    fmt::print(out_, "  instance {} {} pid {} {}\n", instance.value("id", 0),
+               instance.value("role", std::string("?")), instance.value("pid", 0L),
+               instance.value("socket", std::string()));
+  }
+  return kind.attach(instances, context);
+}
+
+std::vector<std::unique_ptr<Host>> DryRunCommandRunner::attach_hosts(
+    HostProvider& provider, const std::vector<HostSpec>& specs,
+    const std::vector<AttachedHost>& recorded, ProviderContext& /*context*/) {
+  section("hosts (attached: left running by `ernicctl up`)");
+  std::vector<std::unique_ptr<Host>> hosts;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    fmt::print(out_, "  {} ({}, {})\n", specs[i].name, provider.name(), recorded[i].address);
+    hosts.push_back(std::make_unique<DryRunHost>(specs[i].name, recorded[i].address));
+  }
+  return hosts;
+}
+
 void DryRunCommandRunner::apply_setup(const SetupStep& step, const SetupEntry& entry, Host& host,
                                       HostFacts& facts, OutputSink* /*log*/) {
   section("setup");

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/interrupt.h"
+#include "emulators/attached_instances.h"
 #include "hosts/local_host.h"
 #include "hosts/provider.h"
 #include "run/leftovers.h"
@@ -114,6 +115,8 @@ RunResult Executor::run() {
     result_.points.push_back(std::move(pending));
   }
   preflight();  // throws PreflightError before anything exists
+  check_attachment();
+  first_sample_ = options_.attach == nullptr;
   // Held while this process lives: `ernicctl down` leaves a live run's resources alone.
   std::optional<RunLock> lock;
   if (runner_.executes()) {
@@ -125,10 +128,15 @@ RunResult Executor::run() {
   }
   try {
     check_interrupt();
-    start_emulator();
-    check_interrupt();
-    create_hosts();
-    attach_hosts_to_instances();
+    if (options_.attach) {
+      attach_emulator();
+      attach_hosts();
+    } else {
+      start_emulator();
+      check_interrupt();
+      create_hosts();
+      attach_hosts_to_instances();
+    }
     check_programs();
     check_interrupt();
     apply_setup();
@@ -225,6 +233,77 @@ void Executor::preflight() {
                              message.empty() ? "" : "\n", program, names, packages[program]);
     }
     throw PreflightError(message);
+  }
+}
+
+void Executor::check_attachment() {
+  if (options_.attach == nullptr) {
+    return;
+  }
+  const Attachment& attachment = *options_.attach;
+  if (std::string mismatch = attachment_mismatch(*plan_.scenario, attachment); !mismatch.empty()) {
+    throw PreflightError(fmt::format("cannot attach: {}", mismatch));
+  }
+  result_.attached_to = AttachedTo{.up_run_dir = attachment.up_run_dir,
+                                   .up_run_token = attachment.up_run_token,
+                                   .up_since = attachment.up_since,
+                                   .rebuilt = {}};
+}
+
+void Executor::attach_emulator() {
+  const EmulatorSettings& settings = plan_.scenario->emulator;
+  EmulatorKind* kind = platform_.emulator_kind(settings.kind);
+  if (kind == nullptr || options_.attach->instances.empty()) {
+    return;
+  }
+  status_.phase(fmt::format("attaching to {} emulator instances ({}) of run {}",
+                            options_.attach->instances.size(), settings.kind,
+                            options_.attach->up_run_token));
+  EmulatorContext context = emulator_context();
+  emulator_ = runner_.attach_emulator(*kind, options_.attach->instances, context);
+  // A dead instance fails the run here, before any point, naming it.
+  if (std::string dead = runner_.check_alive(*emulator_); !dead.empty()) {
+    throw std::runtime_error(fmt::format("emulator {}", dead));
+  }
+  if (runner_.executes()) {
+    for (const auto& rebuilt : rebuilt_instance_programs(options_.attach->instances)) {
+      status_.warning(
+          fmt::format("{}: these results measure the program as it was; "
+                      "`ernicctl up --restart-instances` runs the rebuilt one",
+                      rebuilt));
+      result_.attached_to->rebuilt.push_back(rebuilt);
+    }
+  }
+}
+
+void Executor::attach_hosts() {
+  const Scenario& scenario = *plan_.scenario;
+  for (const auto& [provider_name, specs] : hosts_by_provider(scenario)) {
+    HostProvider* provider = platform_.provider(provider_name);
+    status_.phase(fmt::format("attaching to {} {} host{}", specs.size(), provider_name,
+                              specs.size() == 1 ? "" : "s"));
+    std::vector<AttachedHost> recorded;
+    for (const auto& spec : specs) {
+      recorded.push_back(*options_.attach->find_host(spec.name));
+    }
+    ProviderContext context{.run_dir = result_.run_dir,
+                            .run_token = options_.attach->up_run_token,
+                            .scenario = scenario.settings,
+                            .cleanup = &cleanup_,
+                            .status = &status_,
+                            .runner = &runner_};
+    auto attached = runner_.attach_hosts(*provider, specs, recorded, context);
+    for (std::size_t i = 0; i < attached.size(); ++i) {
+      // The facts up recorded hold what the host, its instance and setup gave then.
+      facts_[attached[i]->name()] = recorded[i].facts;
+      result_.hosts.push_back(HostRecord{.name = attached[i]->name(),
+                                         .provider = provider_name,
+                                         .address = attached[i]->address(),
+                                         .t_init_s = 0,
+                                         .facts = {},
+                                         .attached = true});
+      hosts_.push_back(std::move(attached[i]));
+    }
   }
 }
 

@@ -10,6 +10,7 @@
 #include "hosts/host.h"
 #include "plan/plan.h"
 #include "platform/platform.h"
+#include "run/attachment.h"
 #include "run/cleanup_stack.h"
 #include "run/command_runner.h"
 #include "run/run_result.h"
@@ -25,6 +26,9 @@ struct RunOptions {
   // `ernicctl up`: stop after setup and leave hosts and emulator instances running (when
   // everything came up; otherwise tear down as usual).
   bool bring_up_only = false;
+  // `ernicctl run --attach`: run against what `up` left (hosts, instances); create nothing and
+  // tear nothing of it down. Every sample is warm.
+  const Attachment* attach = nullptr;
 };
 
 // Carries out a plan (ninja's Builder): starts the emulator instances, creates the hosts,
@@ -40,8 +44,11 @@ class Executor {
 
  private:
   void preflight();
+  void check_attachment();
   void start_emulator();
+  void attach_emulator();
   void create_hosts();
+  void attach_hosts();
   void attach_hosts_to_instances();
   void check_programs();
   void apply_setup();

@@ -280,21 +280,27 @@ TEST_CASE("executor: repetitions run the point again and keep every sample", "[e
   CHECK(result.points[0].logs.size() == 3);
 }
 
-TEST_CASE("executor: a dead emulator instance stops the run naming it", "[executor]") {
-  Harness h(R"(version: 1
+// Two embedded hosts on two fake instances, perftest bandwidth points for `verbs`.
+std::string embedded_scenario_text(const std::string& verbs) {
+  return fmt::format(R"(version: 1
 name: fake-emulator
-emulator: {kind: embedded, instances: 2}
+emulator: {{kind: embedded, instances: 2}}
 hosts:
-  - {name: g1, provider: embedded, instance: 1}
-  - {name: g2, provider: embedded, instance: 2}
+  - {{name: g1, provider: embedded, instance: 1}}
+  - {{name: g2, provider: embedded, instance: 2}}
 benchmarks:
   - name: bw
     tool: perftest
     server: g1
     client: g2
-    params: {verb: [send, write], mode: bw, size: 4KiB, iterations: 10}
-history: {enabled: false}
-)");
+    params: {{verb: {}, mode: bw, size: 4KiB, iterations: 10}}
+history: {{enabled: false}}
+)",
+                     verbs);
+}
+
+TEST_CASE("executor: a dead emulator instance stops the run naming it", "[executor]") {
+  Harness h(embedded_scenario_text("[send, write]"));
   auto& kind = h.fakes.kind("embedded");
   h.world.script = [&kind](const std::string& host, const CommandSpec&) {
     Scripted scripted;
@@ -310,6 +316,96 @@ history: {enabled: false}
         std::string::npos);
   CHECK(result.points[1].reason == "not run");
   CHECK(h.world.events_starting("stop instances").size() == 1);
+}
+
+// What `up` left for scenario_text()'s hosts, as run --attach reads it from up.json.
+Attachment fake_attachment(std::vector<std::string> hosts = {"a", "b"}) {
+  Attachment attachment{.scenario_name = "fake",
+                        .up_run_dir = "/runs/up",
+                        .up_run_token = "up1234",
+                        .up_since = "2026-12-01T10:00:00Z",
+                        .emulator_kind = "none",
+                        .hosts = {},
+                        .instances = nlohmann::json::array()};
+  for (const auto& name : hosts) {
+    attachment.hosts.emplace_back(
+        "netns",
+        AttachedHost{
+            .name = name, .address = "up-" + name, .facts = {{"netns", "ernic-up1234-" + name}}});
+  }
+  return attachment;
+}
+
+TEST_CASE("executor: an attached run creates and removes nothing, and every sample is warm",
+          "[executor][attach]") {
+  Harness h(scenario_text());
+  Attachment attachment = fake_attachment();
+  RunResult result = h.run(RunOptions{.attach = &attachment});
+  INFO(result.fatal_error);
+  REQUIRE(result.status == RunStatus::kPassed);
+  CHECK(h.lifecycle().empty());
+  CHECK(h.world.events_starting("attach netns ") ==
+        std::vector<std::string>{"attach netns a", "attach netns b"});
+  for (const auto& point : result.points) {
+    for (const auto& sample : point.samples) {
+      CHECK(sample.warm);
+    }
+  }
+  // The hosts are reached where up made them.
+  CHECK_THAT(result.points[0].client_command, Catch::Contains("-c up-a"));
+  REQUIRE(result.attached_to.has_value());
+  CHECK(result.attached_to->up_run_token == "up1234");
+  CHECK(result.attached_to->up_run_dir == "/runs/up");
+  REQUIRE(result.hosts.size() == 2);
+  CHECK(result.hosts[0].attached);
+  CHECK(result.hosts[0].facts.at("netns") == "ernic-up1234-a");
+}
+
+TEST_CASE("executor: attaching to what is not up fails before anything starts",
+          "[executor][attach]") {
+  Harness h(scenario_text());
+  Attachment missing_host = fake_attachment({"a"});
+  CHECK_THROWS_WITH(h.run(RunOptions{.attach = &missing_host}),
+                    Catch::Contains("host b of fake is not up"));
+  Attachment other_kind = fake_attachment();
+  other_kind.emulator_kind = "embedded";
+  CHECK_THROWS_WITH(h.run(RunOptions{.attach = &other_kind}),
+                    Catch::Contains("wants emulator kind none, but up started kind embedded"));
+  CHECK(h.world.events().empty());
+
+  // A host that is gone: the run fails before its first point, and removes nothing.
+  Attachment attachment = fake_attachment();
+  h.fakes.provider("netns").gone = {"b"};
+  RunResult result = h.run(RunOptions{.attach = &attachment});
+  CHECK(result.status == RunStatus::kFailed);
+  CHECK_THAT(result.fatal_error, Catch::Contains("host b is gone"));
+  CHECK(result.points[0].reason == "not run");
+  CHECK(h.lifecycle().empty());
+}
+
+TEST_CASE("executor: an attached instance that died fails the run before its first point",
+          "[executor][attach]") {
+  Harness h(embedded_scenario_text("send"));
+  Attachment attachment{.scenario_name = "fake-emulator",
+                        .up_run_dir = "/runs/up",
+                        .up_run_token = "up1234",
+                        .up_since = "",
+                        .emulator_kind = "embedded",
+                        .hosts = {},
+                        .instances = nlohmann::json::parse(R"([{"id": 1}, {"id": 2}])")};
+  for (const char* name : {"g1", "g2"}) {
+    attachment.hosts.emplace_back(
+        "embedded",
+        AttachedHost{.name = name, .address = "127.0.0.1", .facts = {{"perf_socket", "/s"}}});
+  }
+  h.fakes.kind("embedded").dead = "instance 2 (worker, pid 43), left running by up, is gone";
+  RunResult result = h.run(RunOptions{.attach = &attachment});
+  CHECK(result.status == RunStatus::kFailed);
+  CHECK_THAT(result.fatal_error, Catch::Contains("instance 2 (worker, pid 43)"));
+  CHECK(result.points[0].reason == "not run");
+  CHECK(h.world.events_starting("run on").empty());
+  CHECK(h.world.events_starting("stop instances").empty());
+  CHECK(h.world.events_starting("attach 2 instances").size() == 1);
 }
 
 }  // namespace

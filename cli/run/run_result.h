@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,15 @@ struct HostRecord {
   std::string address;
   double t_init_s = 0;
   std::map<std::string, std::string> facts;
+  bool attached = false;  // made by `ernicctl up`: its T_init is in the up run's record
+};
+
+// `run --attach`: the `up` run whose hosts and instances a run used.
+struct AttachedTo {
+  std::string up_run_dir;
+  std::string up_run_token;
+  std::string up_since;
+  std::vector<std::string> rebuilt;  // instances whose program was rebuilt since they started
 };
 
 enum class RunStatus { kPassed, kFailed, kIncomplete };
@@ -61,6 +71,7 @@ struct RunResult {
   nlohmann::json instances;   // the instances' manifest (pids, sockets, logs); null without any
   bool left_running = false;  // `ernicctl up` left hosts and instances running
   std::string selection;      // the plan's point selection; empty when every point was run
+  std::optional<AttachedTo> attached_to;
 };
 
 const char* to_string(PointStatus status);

@@ -138,10 +138,6 @@ inline void exchange_between(const std::string& first, const std::string& second
   exchange(pair.a, pair.b, 300000, seed);
 }
 
-inline std::string port_for_test(int offset) {
-  return std::to_string(20000 + (getpid() * 11 + offset) % 20000);
-}
-
 // `ernicctl perf` between the two instances with --verify; true when both sides pass.
 inline bool perf_passes(const Supervisor& s, const std::filesystem::path& dir, int port_offset) {
   const std::string port = port_for_test(port_offset);

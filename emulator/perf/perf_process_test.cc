@@ -21,10 +21,6 @@
 namespace ernic::emu {
 namespace {
 
-std::string port_for_test(int offset) {
-  return std::to_string(20000 + (getpid() * 7 + offset) % 20000);
-}
-
 void start_pair(Supervisor& supervisor, const TestDir& dir) {
   SupervisorConfig config;
   config.executable = ERNIC_BINARY;

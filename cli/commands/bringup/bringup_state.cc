@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "history/record.h"
+
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -82,6 +84,18 @@ std::optional<json> read_state_or_say(const StateFlags& flags) {
     std::cerr << fmt::format("nothing is up ({} does not exist)\n", state_file(flags).string());
   }
   return state;
+}
+
+void note_attached_run(const StateFlags& flags, const RunResult& result) {
+  auto state = read_state(flags);
+  if (!state) {
+    return;
+  }
+  (*state)["attached_runs"] = state->value("attached_runs", 0) + 1;
+  (*state)["last_attached_run"] = {{"run_dir", fs::absolute(result.run_dir).string()},
+                                   {"started", iso8601(result.started)},
+                                   {"status", to_string(result.status)}};
+  write_atomically(state_file(flags), *state);
 }
 
 InstanceLinks link_instance_files(const json& instances, const fs::path& state_dir,

@@ -9,8 +9,11 @@
 #include <vector>
 
 #include "common/command_context.h"
+#include "run/run_result.h"
 
 namespace ernic {
+
+struct Platform;
 
 // What `ernicctl up` leaves in its state directory for status, logs, stats, ssh and down, and
 // for rocm-ernic's helper, which reads $ERNIC_RUN_DIR/instances.json, $ERNIC_RUN_DIR/<id>.stats
@@ -52,6 +55,14 @@ InstanceLinks link_instance_files(const nlohmann::json& instances,
 // Removes the links up.json lists (`instance_files`), then the log folder when `up` created it
 // (`log_dir_created`) and nothing else is in it.
 void remove_instance_files(const nlohmann::json& state);
+
+// Notes in up.json that a `run --attach` used what is up (`status` shows the last one); does
+// nothing when `down` removed the state meanwhile.
+void note_attached_run(const StateFlags& flags, const RunResult& result);
+
+// `ernicctl up --restart-instances` (restart_instances.cc); `sets` as `up --set`.
+int restart_instances(const StateFlags& flags, const std::vector<std::string>& sets,
+                      const Platform& platform);
 
 // `--state-dir` on a bring-up subcommand.
 void add_state_option(CLI::App* command, StateFlags& flags);

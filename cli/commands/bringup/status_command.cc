@@ -28,15 +28,20 @@ json current_status(const json& state, const Platform& platform) {
   json report = {{"name", state["name"]},
                  {"run_token", state["run_token"]},
                  {"run_dir", state["run_dir"]},
+                 {"up_since", state.value("up_since", "")},
+                 {"attached_runs", state.value("attached_runs", 0)},
+                 {"last_attached_run", state.value("last_attached_run", json())},
                  {"hosts", json::array()},
                  {"instances", json::array()}};
   bool all_up = true;
   for (const auto& host : state["hosts"]) {
     std::string condition = host_condition(host, platform);
     all_up = all_up && condition != "gone" && condition != "stopped";
+    json facts = host.value("facts", json::object());
     report["hosts"].push_back({{"name", host["name"]},
                                {"provider", host["provider"]},
                                {"address", host["address"]},
+                               {"instance", facts.value("emulator_instance", "")},
                                {"state", condition}});
   }
   for (const auto& instance : state["instances"]) {
@@ -55,18 +60,29 @@ json current_status(const json& state, const Platform& platform) {
 }
 
 void print_status(const json& report) {
-  fmt::print("{} (run {}): {}\n", report["name"].get<std::string>(),
+  const std::string since = report["up_since"].get<std::string>();
+  fmt::print("{} (run {}): {}{}\n", report["name"].get<std::string>(),
              report["run_token"].get<std::string>(),
-             report["up"].get<bool>() ? "up" : "partly down");
+             report["up"].get<bool>() ? "up" : "partly down",
+             since.empty() ? "" : ", since " + since);
   for (const auto& host : report["hosts"]) {
-    fmt::print("  host {:<10} {:<9} {:<16} {}\n", host["name"].get<std::string>(),
+    const std::string instance = host["instance"].get<std::string>();
+    fmt::print("  host {:<10} {:<9} {:<16} {}{}\n", host["name"].get<std::string>(),
                host["provider"].get<std::string>(), host["address"].get<std::string>(),
-               host["state"].get<std::string>());
+               host["state"].get<std::string>(),
+               instance.empty() ? "" : ", attached to instance " + instance);
   }
   for (const auto& instance : report["instances"]) {
     fmt::print("  instance {} {:<8} pid {:<8} {}\n", instance["id"].get<int>(),
                instance["role"].get<std::string>(), instance["pid"].get<long>(),
                instance["state"].get<std::string>());
+  }
+  const json& last = report["last_attached_run"];
+  if (last.is_object()) {
+    fmt::print("  attached runs: {}, the last {} at {}: {}\n", report["attached_runs"].get<int>(),
+               last.value("status", "?"), last.value("started", "?"), last.value("run_dir", "?"));
+  } else {
+    fmt::print("  no attached run yet: ernicctl run SCENARIO --attach\n");
   }
 }
 

@@ -8,6 +8,7 @@
 #include "commands/bringup/bringup_state.h"
 #include "commands/commands.h"
 #include "common/interrupt.h"
+#include "history/record.h"
 #include "plan/plan.h"
 #include "platform/platform.h"
 
@@ -21,6 +22,7 @@ struct UpFlags : StateFlags {
   std::vector<std::string> sets;
   std::string runs_dir = "runs";
   std::string log_dir;  // empty: $ERNIC_LOG_DIR, else STATE_DIR/logs
+  bool restart_instances = false;
 };
 
 // The harness's manifest: instances[].id and instances[].vm.{vm_name,ssh_port,ssh_user} are what
@@ -66,6 +68,8 @@ json up_state(const Scenario& scenario, const RunResult& result, const json& man
           {"name", scenario.name},
           {"run_token", result.run_token},
           {"run_dir", fs::absolute(result.run_dir).string()},
+          {"up_since", iso8601(result.started)},
+          {"emulator_kind", scenario.emulator.kind},
           {"hosts", hosts},
           {"instances", manifest["instances"]}};
 }
@@ -85,12 +89,29 @@ void print_up(const Scenario& scenario, const RunResult& result, const json& sta
     fmt::print("  stats in {}/ID.stats, logs in {}/ID.log\n", flags.state_dir,
                state["log_dir"].get<std::string>());
   }
-  fmt::print("state: {}\n`ernicctl status`, `ernicctl ssh HOST`, `ernicctl down` when done\n",
-             state_file(flags).string());
+  std::string state_option =
+      flags.state_dir == StateFlags::default_state_dir() ? "" : " --state-dir " + flags.state_dir;
+  fmt::print("state: {}\nnext:\n", state_file(flags).string());
+  fmt::print("  ernicctl run {} --attach{}   # its benchmarks, on what is up\n",
+             scenario.file.string(), state_option);
+  if (!result.hosts.empty()) {
+    fmt::print("  ernicctl ssh{} {}\n", state_option, result.hosts.front().name);
+  }
+  if (!state["instances"].empty()) {
+    fmt::print("  ernicctl logs{} 1\n", state_option);
+  }
+  fmt::print("  ernicctl status{}\n  ernicctl down{}\n", state_option, state_option);
 }
 
 int up(const UpFlags& flags, const Platform& platform) {
   Interrupt::install();
+  if (flags.restart_instances) {
+    return restart_instances(flags, flags.sets, platform);
+  }
+  if (flags.scenario.empty()) {
+    std::cerr << "ernicctl up: a scenario file is needed (or --restart-instances)\n";
+    return kExitBadInput;
+  }
   if (auto state = read_state(flags)) {
     std::cerr << fmt::format("{} says scenario {} is up (run {}); run `ernicctl down` first\n",
                              state_file(flags).string(), (*state)["scenario"].get<std::string>(),
@@ -138,9 +159,10 @@ void register_up_command(CLI::App& app, CommandContext& context) {
   auto flags = std::make_shared<UpFlags>();
   CLI::App* command = app.add_subcommand(
       "up", "Start a scenario's instances and hosts, apply setup, and leave them running");
-  command->add_option("scenario", flags->scenario, "Scenario YAML file")
-      ->required()
-      ->check(CLI::ExistingFile);
+  command->add_option("scenario", flags->scenario, "Scenario YAML file")->check(CLI::ExistingFile);
+  command->add_flag("--restart-instances", flags->restart_instances,
+                    "Restart the emulator instances of what is up (after a rebuild), in place; "
+                    "the hosts stay and stay attached");
   command->add_option("--set", flags->sets, "Override a key as `run --set` does");
   command->add_option("--runs-dir", flags->runs_dir, "Where the run directory goes")
       ->capture_default_str();

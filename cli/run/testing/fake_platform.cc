@@ -1,5 +1,7 @@
 #include "run/testing/fake_platform.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <poll.h>
 
@@ -139,6 +141,20 @@ std::vector<std::unique_ptr<Host>> FakeProvider::create(const std::vector<HostSp
   return created;
 }
 
+std::vector<std::unique_ptr<Host>> FakeProvider::attach(const std::vector<HostSpec>& hosts,
+                                                        const std::vector<AttachedHost>& recorded,
+                                                        ProviderContext& /*context*/) {
+  std::vector<std::unique_ptr<Host>> attached;
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    if (std::find(gone.begin(), gone.end(), hosts[i].name) != gone.end()) {
+      throw std::runtime_error(fmt::format("host {} is gone", hosts[i].name));
+    }
+    world_.log(fmt::format("attach {} {}", name(), hosts[i].name));
+    attached.push_back(std::make_unique<FakeHost>(world_, hosts[i].name, recorded[i].address));
+  }
+  return attached;
+}
+
 std::vector<std::string> FakeEmulatorKind::describe(const Config& config,
                                                     const EmulatorContext& context) const {
   std::vector<std::string> lines;
@@ -167,6 +183,12 @@ std::unique_ptr<RunningEmulator> FakeEmulatorKind::start(const Config& config,
   }
   context.cleanup->push("stop the fake instances", [this] { world_.log("stop instances"); });
   return std::make_unique<FakeRunningEmulator>(*this, std::move(facts));
+}
+
+std::unique_ptr<RunningEmulator> FakeEmulatorKind::attach(const nlohmann::json& instances,
+                                                          EmulatorContext& /*context*/) {
+  world_.log(fmt::format("attach {} instances", instances.size()));
+  return std::make_unique<FakeRunningEmulator>(*this, std::vector<HostFacts>{});
 }
 
 FakePlatform::FakePlatform(World& world) {

@@ -87,6 +87,11 @@ class FakeProvider final : public HostProvider {
   bool acts_only_through_runner() const override { return true; }
   std::vector<std::unique_ptr<Host>> create(const std::vector<HostSpec>& hosts,
                                             ProviderContext& context) override;
+  // Logs "attach PROVIDER HOST" and pushes nothing; a host named in `gone` throws.
+  std::vector<std::unique_ptr<Host>> attach(const std::vector<HostSpec>& hosts,
+                                            const std::vector<AttachedHost>& recorded,
+                                            ProviderContext& context) override;
+  std::vector<std::string> gone;
   // Throw from create() once this many hosts exist (-1: never).
   int fail_after = -1;
   // Runs in every host's undo, after it is logged (e.g. to interrupt the teardown).
@@ -111,6 +116,9 @@ class FakeEmulatorKind final : public EmulatorKind {
   HostFacts planned_facts(const Config& config, const EmulatorContext& context,
                           int instance) const override;
   std::unique_ptr<RunningEmulator> start(const Config& config, EmulatorContext& context) override;
+  // Logs "attach N instances"; stops nothing.
+  std::unique_ptr<RunningEmulator> attach(const nlohmann::json& instances,
+                                          EmulatorContext& context) override;
   std::string dead;
 
  private:
