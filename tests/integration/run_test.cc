@@ -264,7 +264,7 @@ TEST_CASE("every scenario in scenarios/ validates and dry-runs") {
       {"run", std::string(ERNIC_SOURCE_DIR) + "/scenarios/two-guest-softroce.yaml", "--dry-run"});
   CHECK_THAT(softroce.out, Catch::Contains("rdma link add rxe0 type rxe netdev"));
   CHECK_THAT(softroce.out, Catch::Contains("ib_send_bw -d '<rdma_device>' -x '<gid_index>' -s "
-                                           "4096 -n 200 --report_gbits -p 20000 192.168.233.10"));
+                                           "4096 -D 5 --report_gbits -p 20000 192.168.233.10"));
   CHECK_THAT(softroce.out, Catch::Contains("ibv_rc_pingpong -d '<rdma_device>' -g '<gid_index>'"));
 
   auto ernic = run_ernicctl(
