@@ -52,6 +52,135 @@ void install_fd(int fd, int target) {
   ::_exit(127);
 }
 
+// What the child needs, prepared before fork(): after it, only async-signal-safe calls.
+struct ChildPlan {
+  std::vector<std::string> env_storage;
+  std::vector<std::string> argv_storage;
+  std::vector<char*> envp;
+  std::vector<char*> argv;
+  int netns_fd = -1;
+  const char* stdin_path = "/dev/null";
+  const char* output_path = nullptr;  // stdout and stderr go to this file instead of pipes
+  bool die_with_parent = true;
+  pid_t parent = 0;
+  int out_pipe[2] = {-1, -1};
+  int err_pipe[2] = {-1, -1};
+  int status_pipe[2] = {-1, -1};  // the child writes {stage, errno} when it cannot exec
+};
+
+// Filled in place: `envp` and `argv` point into the storage vectors.
+void prepare_child(const SpawnOptions& options, ChildPlan& plan) {
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry(*e);
+    bool overridden = false;
+    for (const auto& [key, value] : options.env) {
+      if (entry.compare(0, key.size() + 1, key + "=") == 0) {
+        overridden = true;
+      }
+    }
+    if (!overridden) {
+      plan.env_storage.push_back(std::move(entry));
+    }
+  }
+  for (const auto& [key, value] : options.env) {
+    plan.env_storage.push_back(key + "=" + value);
+  }
+  for (auto& entry : plan.env_storage) {
+    plan.envp.push_back(entry.data());
+  }
+  plan.envp.push_back(nullptr);
+  plan.argv_storage = options.argv;
+  for (auto& arg : plan.argv_storage) {
+    plan.argv.push_back(arg.data());
+  }
+  plan.argv.push_back(nullptr);
+
+  if (!options.netns_path.empty()) {
+    plan.netns_fd = ::open(options.netns_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (plan.netns_fd < 0) {
+      throw SpawnError(fmt::format("cannot run {}: network namespace {} is gone ({})",
+                                   options.argv[0], options.netns_path, std::strerror(errno)));
+    }
+  }
+  if (::pipe2(plan.out_pipe, O_CLOEXEC) != 0 || ::pipe2(plan.err_pipe, O_CLOEXEC) != 0 ||
+      ::pipe2(plan.status_pipe, O_CLOEXEC) != 0) {
+    throw SpawnError(fmt::format("cannot run {}: pipe: {}", options.argv[0], std::strerror(errno)));
+  }
+  if (!options.stdin_file.empty()) {
+    plan.stdin_path = options.stdin_file.c_str();
+  }
+  plan.output_path = options.output_file.empty() ? nullptr : options.output_file.c_str();
+  plan.die_with_parent = !options.may_outlive_ernicctl;
+  plan.parent = ::getpid();
+}
+
+// The child's side of fork(): async-signal-safe calls only, then exec.
+[[noreturn]] void become_child(const ChildPlan& plan) {
+  // Own process group: a terminal Ctrl-C reaches ernicctl only, which then stops children in
+  // order; and the orchestrator can kill everything a command started.
+  ::setpgid(0, 0);
+  // Die with ernicctl even when it is killed outright.
+  if (plan.die_with_parent) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != plan.parent) {
+      ::_exit(127);
+    }
+  }
+  for (int signal_number = 1; signal_number < NSIG; ++signal_number) {
+    if (signal_number != SIGKILL && signal_number != SIGSTOP) {
+      ::signal(signal_number, SIG_DFL);
+    }
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  const int status_fd = plan.status_pipe[1];
+  if (plan.netns_fd >= 0 && ::setns(plan.netns_fd, CLONE_NEWNET) != 0) {
+    child_fail(status_fd, 1);
+  }
+  int in = ::open(plan.stdin_path, O_RDONLY | O_CLOEXEC);
+  if (in < 0) {
+    child_fail(status_fd, 2);
+  }
+  install_fd(in, 0);
+  if (plan.output_path != nullptr) {
+    int out = ::open(plan.output_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (out < 0) {
+      child_fail(status_fd, 4);
+    }
+    install_fd(out, 1);
+    install_fd(out, 2);
+  } else {
+    ::dup2(plan.out_pipe[1], 1);
+    ::dup2(plan.err_pipe[1], 2);
+  }
+  ::execvpe(plan.argv[0], plan.argv.data(), plan.envp.data());
+  child_fail(status_fd, 3);
+}
+
+// Throws SpawnError when the child reported, before exec, why it could not run `program`.
+void throw_if_child_failed(ChildPlan& plan, pid_t pid, const std::string& program) {
+  int payload[2] = {0, 0};
+  ssize_t n;
+  do {
+    n = ::read(plan.status_pipe[0], payload, sizeof payload);
+  } while (n < 0 && errno == EINTR);
+  ::close(plan.status_pipe[0]);
+  if (n != sizeof payload) {
+    return;  // exec succeeded: the close-on-exec pipe closed with nothing written
+  }
+  ::waitpid(pid, nullptr, 0);
+  ::close(plan.out_pipe[0]);
+  ::close(plan.err_pipe[0]);
+  const char* stage = payload[0] == 1   ? "cannot enter network namespace"
+                      : payload[0] == 2 ? "cannot open standard input"
+                      : payload[0] == 4 ? "cannot open its output file"
+                                        : "cannot execute";
+  std::string hint = payload[1] == ENOENT && payload[0] == 3 ? " (not found in PATH)" : "";
+  throw SpawnError(
+      fmt::format("cannot run {}: {}: {}{}", program, stage, std::strerror(payload[1]), hint));
+}
+
 }  // namespace
 
 std::unique_ptr<Subprocess> Subprocess::spawn(const SpawnOptions& options,
@@ -62,52 +191,8 @@ std::unique_ptr<Subprocess> Subprocess::spawn(const SpawnOptions& options,
   if (options.may_outlive_ernicctl && options.output_file.empty()) {
     throw std::logic_error("a process that may outlive ernicctl needs an output file");
   }
-  // Everything the child needs is prepared before fork(): after it only async-signal-safe calls.
-  std::vector<std::string> env_storage;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string entry(*e);
-    bool overridden = false;
-    for (const auto& [key, value] : options.env) {
-      if (entry.compare(0, key.size() + 1, key + "=") == 0) {
-        overridden = true;
-      }
-    }
-    if (!overridden) {
-      env_storage.push_back(std::move(entry));
-    }
-  }
-  for (const auto& [key, value] : options.env) {
-    env_storage.push_back(key + "=" + value);
-  }
-  std::vector<char*> envp;
-  for (auto& entry : env_storage) {
-    envp.push_back(entry.data());
-  }
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_storage = options.argv;
-  std::vector<char*> argv;
-  for (auto& arg : argv_storage) {
-    argv.push_back(arg.data());
-  }
-  argv.push_back(nullptr);
-
-  int netns_fd = -1;
-  if (!options.netns_path.empty()) {
-    netns_fd = ::open(options.netns_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (netns_fd < 0) {
-      throw SpawnError(fmt::format("cannot run {}: network namespace {} is gone ({})",
-                                   options.argv[0], options.netns_path, std::strerror(errno)));
-    }
-  }
-  int out_pipe[2], err_pipe[2], status_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0 ||
-      ::pipe2(status_pipe, O_CLOEXEC) != 0) {
-    throw SpawnError(fmt::format("cannot run {}: pipe: {}", options.argv[0], std::strerror(errno)));
-  }
-  const char* stdin_path = options.stdin_file.empty() ? "/dev/null" : options.stdin_file.c_str();
-  const char* output_path = options.output_file.empty() ? nullptr : options.output_file.c_str();
-  const bool die_with_parent = !options.may_outlive_ernicctl;
-  pid_t parent = ::getpid();
+  ChildPlan plan;
+  prepare_child(options, plan);
 
   // Signals stay blocked from fork until the child has reset its handlers: a signal sent right
   // away (Ctrl-C, a stop) never runs ernicctl's handlers in the child.
@@ -125,86 +210,31 @@ std::unique_ptr<Subprocess> Subprocess::spawn(const SpawnOptions& options,
     throw SpawnError(fmt::format("cannot run {}: fork: {}", options.argv[0], std::strerror(errno)));
   }
   if (pid == 0) {
-    // Own process group: a terminal Ctrl-C reaches ernicctl only, which then stops children in
-    // order; and the orchestrator can kill everything a command started.
-    ::setpgid(0, 0);
-    // Die with ernicctl even when it is killed outright.
-    if (die_with_parent) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) {
-        ::_exit(127);
-      }
-    }
-    for (int signal_number = 1; signal_number < NSIG; ++signal_number) {
-      if (signal_number != SIGKILL && signal_number != SIGSTOP) {
-        ::signal(signal_number, SIG_DFL);
-      }
-    }
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (netns_fd >= 0 && ::setns(netns_fd, CLONE_NEWNET) != 0) {
-      child_fail(status_pipe[1], 1);
-    }
-    int in = ::open(stdin_path, O_RDONLY | O_CLOEXEC);
-    if (in < 0) {
-      child_fail(status_pipe[1], 2);
-    }
-    install_fd(in, 0);
-    if (output_path != nullptr) {
-      int out = ::open(output_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-      if (out < 0) {
-        child_fail(status_pipe[1], 4);
-      }
-      install_fd(out, 1);
-      install_fd(out, 2);
-    } else {
-      ::dup2(out_pipe[1], 1);
-      ::dup2(err_pipe[1], 2);
-    }
-    ::execvpe(argv[0], argv.data(), envp.data());
-    child_fail(status_pipe[1], 3);
+    become_child(plan);
   }
 
-  ::close(out_pipe[1]);
-  ::close(err_pipe[1]);
-  ::close(status_pipe[1]);
-  if (netns_fd >= 0) {
-    ::close(netns_fd);
+  ::close(plan.out_pipe[1]);
+  ::close(plan.err_pipe[1]);
+  ::close(plan.status_pipe[1]);
+  if (plan.netns_fd >= 0) {
+    ::close(plan.netns_fd);
   }
-  int payload[2] = {0, 0};
-  ssize_t n;
-  do {
-    n = ::read(status_pipe[0], payload, sizeof payload);
-  } while (n < 0 && errno == EINTR);
-  ::close(status_pipe[0]);
-  if (n == sizeof payload) {
-    ::waitpid(pid, nullptr, 0);
-    ::close(out_pipe[0]);
-    ::close(err_pipe[0]);
-    const char* stage = payload[0] == 1   ? "cannot enter network namespace"
-                        : payload[0] == 2 ? "cannot open standard input"
-                        : payload[0] == 4 ? "cannot open its output file"
-                                          : "cannot execute";
-    std::string hint = payload[1] == ENOENT && payload[0] == 3 ? " (not found in PATH)" : "";
-    throw SpawnError(fmt::format("cannot run {}: {}: {}{}", options.argv[0], stage,
-                                 std::strerror(payload[1]), hint));
-  }
+  throw_if_child_failed(plan, pid, options.argv[0]);
 
   auto process = std::unique_ptr<Subprocess>(new Subprocess());
   process->pid_ = pid;
   process->pidfd_ = open_pidfd(pid);
   process->on_output_ = std::move(on_output);
   process->may_outlive_ = options.may_outlive_ernicctl;
-  if (output_path != nullptr) {
+  if (plan.output_path != nullptr) {
     // The pipes' write ends went to nobody: the reader would only see end of file.
-    ::close(out_pipe[0]);
-    ::close(err_pipe[0]);
+    ::close(plan.out_pipe[0]);
+    ::close(plan.err_pipe[0]);
     process->output_done_ = true;
     return process;
   }
-  int out_fd = out_pipe[0];
-  int err_fd = err_pipe[0];
+  int out_fd = plan.out_pipe[0];
+  int err_fd = plan.err_pipe[0];
   process->reader_ =
       std::thread([p = process.get(), out_fd, err_fd] { p->read_output(out_fd, err_fd); });
   return process;
