@@ -92,6 +92,25 @@ std::optional<pid_t> process_with(const std::vector<std::string>& parts) {
   return found;
 }
 
+// `ernicctl run` of the quickstart, its runs and history in `dir`, every process it starts
+// carrying `marker` (NAME=VALUE) in its environment.
+std::unique_ptr<ernic::Subprocess> start_quickstart(const fs::path& dir,
+                                                    const std::string& marker) {
+  std::vector<std::string> argv = {ERNIC_BINARY,
+                                   "run",
+                                   kQuickstart,
+                                   "--runs-dir",
+                                   (dir / "runs").string(),
+                                   "--set",
+                                   "history.path=" + (dir / "history.jsonl").string()};
+  return ernic::Subprocess::spawn(
+      {.argv = argv,
+       .env = {{marker.substr(0, marker.find('=')), marker.substr(marker.find('=') + 1)}},
+       .netns_path = "",
+       .stdin_file = ""},
+      {});
+}
+
 int files_in(const fs::path& dir) {
   std::error_code ignored;
   int count = 0;
@@ -106,19 +125,7 @@ int files_in(const fs::path& dir) {
 TEST_CASE("a frozen emulator worker stops ernicctl run within seconds, naming the instance") {
   auto dir = fresh_dir("frozen-worker");
   const std::string marker = "ERNIC_KILL_TEST=" + std::to_string(getpid()) + "-frozen";
-  std::vector<std::string> argv = {ERNIC_BINARY,
-                                   "run",
-                                   kQuickstart,
-                                   "--runs-dir",
-                                   (dir / "runs").string(),
-                                   "--set",
-                                   "history.path=" + (dir / "history.jsonl").string()};
-  auto process =
-      ernic::Subprocess::spawn({.argv = argv,
-                                .env = {{"ERNIC_KILL_TEST", marker.substr(marker.find('=') + 1)}},
-                                .netns_path = "",
-                                .stdin_file = ""},
-                               {});
+  auto process = start_quickstart(dir, marker);
   std::optional<std::string> token;
   REQUIRE(eventually([&] { return (token = run_token_of(process->pid())).has_value(); }, 20s));
   INFO("run " << *token);
@@ -167,19 +174,7 @@ TEST_CASE("SIGKILL of ernicctl run leaves nothing running, and down leaves nothi
     INFO("round " << round);
     const std::string marker =
         "ERNIC_KILL_TEST=" + std::to_string(getpid()) + "-" + std::to_string(round);
-    std::vector<std::string> argv = {ERNIC_BINARY,
-                                     "run",
-                                     kQuickstart,
-                                     "--runs-dir",
-                                     (dir / "runs").string(),
-                                     "--set",
-                                     "history.path=" + (dir / "history.jsonl").string()};
-    auto process =
-        ernic::Subprocess::spawn({.argv = argv,
-                                  .env = {{"ERNIC_KILL_TEST", marker.substr(marker.find('=') + 1)}},
-                                  .netns_path = "",
-                                  .stdin_file = ""},
-                                 {});
+    auto process = start_quickstart(dir, marker);
     std::optional<std::string> token;
     REQUIRE(eventually([&] { return (token = run_token_of(process->pid())).has_value(); }, 20s));
     // A random moment of the run: starting the instances, setting up hosts, mid-point.
