@@ -134,9 +134,7 @@ class Peer {
     r.u32();
     r.u32();
     Nonce theirs{};
-    for (auto& b : theirs) {
-      b = static_cast<std::byte>(r.u8());
-    }
+    r.bytes(theirs);
     const Proof proof = make_proof(kToken, "dialer", theirs, nonce_);
     put(frame(FrameOp::kAuthenticate, Bytes(proof.begin(), proof.end())));
     ByteWriter reg;

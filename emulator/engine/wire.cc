@@ -1,5 +1,7 @@
 #include "engine/wire.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace ernic::emu {
@@ -143,6 +145,14 @@ bool ByteReader::take(std::size_t n) {
     return false;
   }
   return true;
+}
+void ByteReader::bytes(std::span<std::byte> out) {
+  if (!take(out.size())) {
+    std::fill(out.begin(), out.end(), std::byte{0});
+    return;
+  }
+  std::copy_n(data_.begin() + static_cast<std::ptrdiff_t>(pos_), out.size(), out.begin());
+  pos_ += out.size();
 }
 std::uint8_t ByteReader::u8() {
   if (!take(1)) {

@@ -99,6 +99,8 @@ class ByteReader {
   std::uint32_t u32();
   std::uint64_t u64();
   std::string str();
+  // Fills `out` (a nonce, a proof) from the next out.size() bytes; zeros past the end.
+  void bytes(std::span<std::byte> out);
   bool failed() const { return failed_; }
   bool at_end() const { return pos_ == data_.size(); }
 

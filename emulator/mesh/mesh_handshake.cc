@@ -131,9 +131,7 @@ bool MeshFabric::Connection::on_hello(ByteReader& r) {
   const std::uint16_t minor = r.u16();
   const NodeId node = r.u32();
   r.u32();  // capabilities: nothing optional yet
-  for (auto& b : peer_nonce) {
-    b = static_cast<std::byte>(r.u8());
-  }
+  r.bytes(peer_nonce);
   if (r.failed() || magic != kHandshakeMagic) {
     mesh.reject(*this, "not an ERNIC mesh handshake");
     return false;
@@ -163,9 +161,7 @@ bool MeshFabric::Connection::on_hello(ByteReader& r) {
 
 bool MeshFabric::Connection::on_authenticate(FrameOp op, ByteReader& r) {
   Proof proof{};
-  for (auto& b : proof) {
-    b = static_cast<std::byte>(r.u8());
-  }
+  r.bytes(proof);
   if (op != FrameOp::kAuthenticate || r.failed() ||
       !proofs_equal(proof, make_proof(mesh.config_.token, "dialer", my_nonce, peer_nonce))) {
     mesh.reject(*this, "authentication failed: the mesh token does not match");
@@ -195,13 +191,9 @@ bool MeshFabric::Connection::on_challenge(FrameOp op, ByteReader& r) {
   const std::uint16_t minor = r.u16();
   const NodeId node = r.u32();
   r.u32();
-  for (auto& b : peer_nonce) {
-    b = static_cast<std::byte>(r.u8());
-  }
+  r.bytes(peer_nonce);
   Proof proof{};
-  for (auto& b : proof) {
-    b = static_cast<std::byte>(r.u8());
-  }
+  r.bytes(proof);
   if (r.failed() || major != mesh.config_.version_major) {
     const std::string why =
         fmt::format("{} speaks mesh protocol {}.{}, this node {}.{}", label, major, minor,

@@ -197,9 +197,7 @@ TEST_CASE("a node id stays bound to its connection: a second claim is refused") 
   r.u32();
   r.u32();
   Nonce theirs{};
-  for (auto& b : theirs) {
-    b = static_cast<std::byte>(r.u8());
-  }
+  r.bytes(theirs);
   REQUIRE_FALSE(r.failed());
   const Proof proof = make_proof(kToken, "dialer", theirs, mine);
   send_frame(fd, control(FrameOp::kAuthenticate), Bytes(proof.begin(), proof.end()));
