@@ -5,29 +5,54 @@
 #include "platform/platform.h"
 #include "setup/setup_step.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
-#include <fstream>
+#include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 
+#include "commands/doctor_probe.h"
 #include "hosts/libvirt_accel.h"
-#include "hosts/libvirt_connection.h"
 #include "image/image_builder.h"
-#include "image/local_process.h"
 
 namespace ernic {
-namespace fs = std::filesystem;
 namespace {
 
-long read_long(const fs::path& file) {
-  std::ifstream in(file);
+constexpr unsigned long long kUnlimited = ~0ULL;
+
+long parse_long(const std::optional<std::string>& text) {
+  if (!text) {
+    return -1;
+  }
+  std::istringstream in(*text);
   long value = -1;
   in >> value;
   return in ? value : -1;
+}
+
+// The soft limit (bytes, or kUnlimited) of "Max locked memory" in /proc/PID/limits.
+std::optional<unsigned long long> soft_memlock_limit(const std::string& limits) {
+  std::istringstream in(limits);
+  std::string line;
+  const std::string key = "Max locked memory";
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) != 0) {
+      continue;
+    }
+    std::istringstream words(line.substr(key.size()));
+    std::string soft;
+    words >> soft;
+    if (soft == "unlimited") {
+      return kUnlimited;
+    }
+    try {
+      return std::stoull(soft);
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
 }
 
 std::string mib(long bytes) {
@@ -48,16 +73,16 @@ const char* doctor_level_name(DoctorCheck::Level level) {
   return "?";
 }
 
-DoctorCheck check_socket_buffers(const fs::path& proc_root, bool apply_fixes) {
+DoctorCheck check_socket_buffers(DoctorProbe& probe, bool apply_fixes) {
   DoctorCheck check{"socket buffers", DoctorCheck::Level::kOk, "", ""};
   std::vector<std::string> low;
   std::vector<std::string> found;
   for (const char* key : {"wmem_max", "rmem_max"}) {
-    fs::path file = proc_root / "sys/net/core" / key;
-    long value = read_long(file);
-    if (value < kMinimumSocketBuffer && apply_fixes) {
-      std::ofstream(file) << kMinimumSocketBuffer << "\n";
-      value = read_long(file);
+    std::string file = fmt::format("/proc/sys/net/core/{}", key);
+    long value = parse_long(probe.read_file(file));
+    if (value < kMinimumSocketBuffer && apply_fixes && probe.is_local()) {
+      probe.write_file(file, fmt::format("{}\n", kMinimumSocketBuffer));
+      value = parse_long(probe.read_file(file));
     }
     found.push_back(
         fmt::format("net.core.{} = {}", key, value < 0 ? "unreadable" : std::to_string(value)));
@@ -75,16 +100,22 @@ DoctorCheck check_socket_buffers(const fs::path& proc_root, bool apply_fixes) {
   return check;
 }
 
-DoctorCheck check_memlock() {
+DoctorCheck check_memlock(DoctorProbe& probe) {
   DoctorCheck check{"memlock", DoctorCheck::Level::kOk, "", ""};
-  rlimit limit{};
-  ::getrlimit(RLIMIT_MEMLOCK, &limit);
-  if (limit.rlim_cur == RLIM_INFINITY) {
+  // The soft limit of the reading process: ernicctl here, a login session's `cat` there.
+  auto limit = soft_memlock_limit(probe.read_file("/proc/self/limits").value_or(""));
+  if (!limit) {
+    check.level = DoctorCheck::Level::kWarning;
+    check.detail = "/proc/self/limits has no readable \"Max locked memory\" line";
+    check.fix = "ulimit -l shows the limit; RDMA needs it large (ulimit -l unlimited)";
+    return check;
+  }
+  if (*limit == kUnlimited) {
     check.detail = "RLIMIT_MEMLOCK unlimited";
     return check;
   }
-  check.detail = fmt::format("RLIMIT_MEMLOCK {} KiB", limit.rlim_cur / 1024);
-  if (limit.rlim_cur < (64UL << 20)) {
+  check.detail = fmt::format("RLIMIT_MEMLOCK {} KiB", *limit / 1024);
+  if (*limit < (64ULL << 20)) {
     check.level = DoctorCheck::Level::kWarning;
     check.detail +=
         " (RDMA on this host pins memory: a small limit fails with a misleading "
@@ -96,12 +127,13 @@ DoctorCheck check_memlock() {
   return check;
 }
 
-DoctorCheck check_tools(const std::vector<std::pair<std::string, std::string>>& program_packages) {
+DoctorCheck check_tools(DoctorProbe& probe,
+                        const std::vector<std::pair<std::string, std::string>>& program_packages) {
   DoctorCheck check{"tools", DoctorCheck::Level::kOk, "", ""};
   std::vector<std::string> missing;
   std::set<std::string> packages;
   for (const auto& [program, package] : program_packages) {
-    if (!local_program_exists(program)) {
+    if (!probe.has_program(program)) {
       missing.push_back(program);
       packages.insert(package);
     }
@@ -116,8 +148,9 @@ DoctorCheck check_tools(const std::vector<std::pair<std::string, std::string>>& 
   return check;
 }
 
-DoctorCheck check_accelerator() {
-  auto choice = detect_local_accelerator();
+DoctorCheck check_accelerator(DoctorProbe& probe) {
+  auto choice = choose_accelerator(probe.read_file("/proc/cpuinfo").value_or(""),
+                                   probe.opens_read_write("/dev/kvm"));
   DoctorCheck check{"accelerator", DoctorCheck::Level::kOk, choice.reason, ""};
   if (choice.accelerator == Accelerator::kTcg) {
     check.level = DoctorCheck::Level::kWarning;
@@ -128,40 +161,35 @@ DoctorCheck check_accelerator() {
   return check;
 }
 
-DoctorCheck check_libvirtd(bool start_daemons, bool apply_fixes) {
+DoctorCheck check_libvirtd(DoctorProbe& probe, bool start_daemons, bool apply_fixes) {
   DoctorCheck check{"libvirtd", DoctorCheck::Level::kOk, "", ""};
-  try {
-    std::string started;
-    if (start_daemons) {
-      LibvirtDaemons daemons;
-      daemons.ensure_running(std::chrono::seconds(60));
-      if (!daemons.started().empty()) {
-        started = fmt::format(" (started {})", fmt::join(daemons.started(), " and "));
-      }
-    }
-    LibvirtConnection connection("qemu:///system");
-    unsigned long version = 0;
-    virConnectGetLibVersion(connection.get(), &version);
-    check.detail = fmt::format("qemu:///system answers, libvirt {}.{}.{}{}", version / 1000000,
-                               version / 1000 % 1000, version % 1000, started);
-  } catch (const std::exception& error) {
+  bool may_change = probe.is_local();
+  start_daemons = start_daemons && may_change;
+  LibvirtAnswer answer = probe.ask_libvirt(start_daemons);
+  if (!answer.answers) {
     check.level = DoctorCheck::Level::kMissing;
-    check.detail = error.what();
-    check.fix = start_daemons
+    check.detail = answer.error;
+    check.fix = !may_change ? "apt-get install libvirt-daemon-system, then virtlogd -d && "
+                              "libvirtd -d as root there (doctor starts daemons only on this "
+                              "machine)"
+                : start_daemons
                     ? "apt-get install libvirt-daemon-system, then virtlogd -d && libvirtd -d "
                       "as root (or start the libvirtd service)"
                     : "virtlogd -d && libvirtd -d (or run ernicctl doctor without --no-start)";
     return check;
   }
+  std::string started = answer.started.empty()
+                            ? ""
+                            : fmt::format(" (started {})", fmt::join(answer.started, " and "));
+  check.detail = fmt::format("qemu:///system answers, libvirt {}{}", answer.version, started);
   // Debian's package leaves this to systemd-tmpfiles; without it every libvirt network fails
   // to start ("Failed to create file '/var/lib/libvirt/dnsmasq/NAME.macs.new'").
-  fs::path dnsmasq = "/var/lib/libvirt/dnsmasq";
-  if (!fs::is_directory(dnsmasq)) {
-    std::error_code ignored;
-    if (apply_fixes || start_daemons) {
-      fs::create_directories(dnsmasq, ignored);
+  const std::string dnsmasq = "/var/lib/libvirt/dnsmasq";
+  if (!probe.is_directory(dnsmasq)) {
+    if (may_change && (apply_fixes || start_daemons)) {
+      probe.create_directories(dnsmasq);
     }
-    if (!fs::is_directory(dnsmasq)) {
+    if (!probe.is_directory(dnsmasq)) {
       check.level = DoctorCheck::Level::kMissing;
       check.detail += "; /var/lib/libvirt/dnsmasq is missing (libvirt networks cannot start)";
       check.fix = "mkdir -p /var/lib/libvirt/dnsmasq";
@@ -170,8 +198,17 @@ DoctorCheck check_libvirtd(bool start_daemons, bool apply_fixes) {
   return check;
 }
 
-DoctorCheck check_vfio_user() {
-  auto support = detect_vfio_user_support();
+DoctorCheck check_vfio_user(DoctorProbe& probe) {
+  const std::string qemu = "qemu-system-x86_64";
+  VfioUserSupport support;
+  if (!probe.has_program(qemu)) {
+    support = {false,
+               fmt::format("{} is not installed (fix: apt-get install qemu-system-x86)", qemu)};
+  } else if (auto help = probe.run({qemu, "-device", "help"}, std::chrono::seconds(30)); !help.ok) {
+    support = {false, fmt::format("`{} -device help` failed: {}", qemu, help.failure)};
+  } else {
+    support = parse_vfio_user_support(help.output);
+  }
   DoctorCheck check{"vfio-user", DoctorCheck::Level::kOk, support.reason, ""};
   if (!support.available) {
     check.level = DoctorCheck::Level::kWarning;
@@ -182,9 +219,10 @@ DoctorCheck check_vfio_user() {
   return check;
 }
 
-DoctorCheck check_network_admin(const fs::path& proc_root) {
+DoctorCheck check_network_admin(DoctorProbe& probe) {
   DoctorCheck check{"bridge/TAP", DoctorCheck::Level::kOk, "", ""};
-  std::ifstream status(proc_root / "self/status");
+  // The reading process's capabilities: ernicctl's here, a login session's there.
+  std::istringstream status(probe.read_file("/proc/self/status").value_or(""));
   std::string line;
   unsigned long long effective = 0;
   while (std::getline(status, line)) {
@@ -194,11 +232,7 @@ DoctorCheck check_network_admin(const fs::path& proc_root) {
   }
   constexpr int kCapNetAdmin = 12;
   bool net_admin = (effective >> kCapNetAdmin) & 1ULL;
-  int tun = ::open("/dev/net/tun", O_RDWR | O_CLOEXEC);
-  bool tun_opens = tun >= 0;
-  if (tun_opens) {
-    ::close(tun);
-  }
+  bool tun_opens = probe.opens_read_write("/dev/net/tun");
   check.detail = fmt::format("CAP_NET_ADMIN {}, /dev/net/tun {}", net_admin ? "yes" : "no",
                              tun_opens ? "opens" : "does not open");
   if (!net_admin || !tun_opens) {
@@ -254,14 +288,31 @@ std::vector<std::pair<std::string, std::string>> programs_to_check(const Platfor
   return programs;
 }
 
-std::vector<DoctorCheck> run_doctor_checks(const DoctorOptions& options) {
+std::vector<DoctorCheck> run_doctor_checks(DoctorProbe& probe, const DoctorOptions& options) {
   auto programs = programs_to_check(*options.platform);
-  return {
-      check_accelerator(),   check_libvirtd(options.start_daemons, options.apply_fixes),
-      check_vfio_user(),     check_network_admin(options.proc_root),
-      check_memlock(),       check_socket_buffers(options.proc_root, options.apply_fixes),
-      check_tools(programs), check_guest_kernel(),
+  bool fixes = options.apply_fixes && probe.is_local();
+  std::vector<std::pair<std::string, std::function<DoctorCheck()>>> checks = {
+      {"accelerator", [&] { return check_accelerator(probe); }},
+      {"libvirtd", [&] { return check_libvirtd(probe, options.start_daemons, fixes); }},
+      {"vfio-user", [&] { return check_vfio_user(probe); }},
+      {"bridge/TAP", [&] { return check_network_admin(probe); }},
+      {"memlock", [&] { return check_memlock(probe); }},
+      {"socket buffers", [&] { return check_socket_buffers(probe, fixes); }},
+      {"tools", [&] { return check_tools(probe, programs); }},
   };
+  if (probe.is_local()) {
+    checks.emplace_back("guest kernel", [] { return check_guest_kernel(); });
+  }
+  std::vector<DoctorCheck> results;
+  for (const auto& [name, check] : checks) {
+    try {
+      results.push_back(check());
+    } catch (const std::exception& error) {
+      results.push_back({name, DoctorCheck::Level::kMissing,
+                         fmt::format("could not be checked: {}", error.what()), ""});
+    }
+  }
+  return results;
 }
 
 }  // namespace ernic

@@ -6,7 +6,8 @@
 
 namespace ernic {
 
-// `ernicctl doctor`: checks this machine for what scenarios need and says how to fix each gap.
+// `ernicctl doctor [HOST...]`: checks this machine (or remote ones over SSH) for what scenarios
+// need and says how to fix each gap.
 void register_doctor_command(CLI::App& app, CommandContext& context);
 
 }  // namespace ernic
