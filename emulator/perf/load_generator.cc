@@ -1,16 +1,9 @@
 #include "perf/load_generator.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
-#include <memory>
-#include <optional>
 #include <ostream>
-#include <sstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -18,184 +11,22 @@
 
 #include "frontend/shm_client.h"
 #include "perf/cpu_usage.h"
+#include "perf/duration_mode.h"
+#include "perf/endpoint.h"
 #include "perf/load_generator_output.h"
 #include "perf/oob_channel.h"
 
 namespace ernic::emu::perf {
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
-constexpr std::uint64_t kBufferBudget = 2u << 20;         // per QP
-constexpr std::uint64_t kVerifyBufferBudget = 64u << 20;  // per QP
-// How long the load generator busy-polls before it blocks. Latency tests spin (a wake-up
-// costs tens of microseconds here); bandwidth tests block at once, because with a deep window
-// there is always work queued and a spinning client only takes CPU from the instances (on two
-// cores it halved the bandwidth). ERNIC_PERF_SPIN_US overrides both.
-std::chrono::microseconds g_spin{0};
-std::chrono::microseconds spin_window() {
-  return g_spin;
-}
-void choose_spin(Mode mode) {
-  const char* env = std::getenv("ERNIC_PERF_SPIN_US");
-  g_spin = std::chrono::microseconds(env != nullptr ? std::atol(env)
-                                                    : (mode == Mode::kLatency ? 50 : 0));
-}
+// Rung 2 is measured from here: static initialisation, before main() and before the command
+// line is read (the dynamic loader's work before it is not counted).
+const SteadyClock::time_point g_process_start = SteadyClock::now();
 
-double usec_between(SteadyClock::time_point a, SteadyClock::time_point b) {
-  return std::chrono::duration<double, std::micro>(b - a).count();
-}
-
-std::byte pattern(std::uint64_t seq, std::uint64_t offset, std::uint32_t qp) {
-  return static_cast<std::byte>((seq * 131 + offset * 7 + qp * 29 + (offset >> 8)) & 0xff);
-}
-
-void fill(std::byte* p, std::uint64_t length, std::uint64_t seq, std::uint32_t qp) {
-  for (std::uint64_t i = 0; i < length; ++i) {
-    p[i] = pattern(seq, i, qp);
-  }
-}
-
-void check(const std::byte* p, std::uint64_t length, std::uint64_t seq, std::uint32_t qp,
-           const char* what) {
-  for (std::uint64_t i = 0; i < length; ++i) {
-    if (p[i] != pattern(seq, i, qp)) {
-      throw std::runtime_error(fmt::format(
-          "Data verification failed: {} of {} bytes (message {} on QP {}) differs at byte {}: "
-          "got 0x{:02x}, expected 0x{:02x}",
-          what, length, seq, qp, i, std::to_integer<unsigned>(p[i]),
-          std::to_integer<unsigned>(pattern(seq, i, qp))));
-    }
-  }
-}
-
-std::string status_text(std::uint8_t status) {
-  if (status == shm::kLocalQpOperationError) {
-    return "local QP operation error";
-  }
-  return to_string(static_cast<WcStatus>(status));
-}
-
-struct RemoteQp {
-  std::uint32_t qpn = 0;
-  std::uint32_t rkey = 0;
-  std::uint64_t vaddr = 0;
-};
-
-// One side's resources: a CQ, and per QP a registered buffer cut into slots.
-struct Endpoint {
-  struct Qp {
-    std::uint32_t qpn = 0;
-    ShmClient::Memory memory;
-    MemoryKeys keys;
-  };
-
-  Endpoint(ShmClient& device, const PerfOptions& o, std::uint64_t max_size) : client(device) {
-    slot_size = std::max<std::uint64_t>(max_size, 64);
-    // Without --verify messages may share buffers (perftest uses one): a small working set
-    // stays in the CPU caches, as iperf3's does. With it, every message in flight owns a slot.
-    const std::uint64_t budget = o.verify ? kVerifyBufferBudget : kBufferBudget;
-    slots = static_cast<std::uint32_t>(
-        std::clamp<std::uint64_t>(budget / slot_size, 2, std::max<std::uint32_t>(o.tx_depth, 2)));
-    pd = client.alloc_pd();
-    cq = client.create_cq();
-    for (std::uint32_t i = 0; i < o.qps; ++i) {
-      Qp q;
-      q.memory = client.allocate(slots * slot_size);
-      q.keys = client.reg_mr(pd, q.memory, 0, q.memory.size,
-                             kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead);
-      q.qpn = client.create_qp(pd, cq, cq);
-      QpAttributes a;
-      a.state = QpState::kInit;
-      a.access = kAccessRemoteWrite | kAccessRemoteRead;
-      client.modify_qp(q.qpn, a);
-      qps.push_back(q);
-    }
-  }
-
-  std::string describe() const {
-    std::string out = client.gids().front();
-    for (const Qp& q : qps) {
-      out += fmt::format(" {}:{}:{}", q.qpn, q.keys.rkey,
-                         reinterpret_cast<std::uint64_t>(q.memory.data));
-    }
-    return out;
-  }
-
-  void connect(const std::string& description) {
-    std::istringstream in(description);
-    in >> remote_gid;
-    std::string item;
-    while (in >> item) {
-      RemoteQp r;
-      if (std::sscanf(item.c_str(), "%u:%u:%lu", &r.qpn, &r.rkey, &r.vaddr) != 3) {
-        throw std::runtime_error("malformed QP description from the peer: " + item);
-      }
-      remote.push_back(r);
-    }
-    if (remote.size() != qps.size()) {
-      throw std::runtime_error("the peer has a different number of QPs");
-    }
-    for (std::size_t i = 0; i < qps.size(); ++i) {
-      QpAttributes a;
-      a.state = QpState::kRtr;
-      a.remote_gid = remote_gid;
-      a.remote_qpn = remote[i].qpn;
-      client.modify_qp(qps[i].qpn, a);
-      a.state = QpState::kRts;
-      a.rnr_retry = 7;
-      a.rnr_delay = std::chrono::microseconds(20);
-      client.modify_qp(qps[i].qpn, a);
-    }
-  }
-
-  std::byte* slot(std::uint32_t qp, std::uint64_t index) {
-    return qps[qp].memory.data + (index % slots) * slot_size;
-  }
-  std::uint64_t remote_slot(std::uint32_t qp, std::uint64_t index) const {
-    return remote[qp].vaddr + (index % slots) * slot_size;
-  }
-
-  // Polls one completion, spinning then blocking; throws on an error completion or timeout.
-  ShmClient::Completion next(int timeout_seconds, const char* side) {
-    ShmClient::Completion c;
-    while (client.poll_cq(cq, {&c, 1}) == 0) {
-      if (!client.wait(spin_window(), std::chrono::milliseconds(timeout_seconds * 1000))) {
-        throw std::runtime_error(
-            fmt::format("Timed out: no completion for {} s at the {}", timeout_seconds, side));
-      }
-    }
-    if (!c.ok()) {
-      throw std::runtime_error(fmt::format("Completion with error at {}: {} (status {}), wr_id {}",
-                                           side, status_text(c.status), c.status, c.wr_id));
-    }
-    return c;
-  }
-
-  ShmClient& client;
-  std::uint32_t pd = 0;
-  std::uint32_t cq = 0;
-  std::uint64_t slot_size = 0;
-  std::uint32_t slots = 0;
-  std::vector<Qp> qps;
-  std::vector<RemoteQp> remote;
-  std::string remote_gid;
-};
-
-std::uint64_t wr_id(std::uint32_t qp, std::uint64_t seq) {
-  return (static_cast<std::uint64_t>(qp) << 40) | seq;
-}
-std::uint32_t wr_qp(std::uint64_t id) {
-  return static_cast<std::uint32_t>(id >> 40);
-}
-std::uint64_t wr_seq(std::uint64_t id) {
-  return id & ((1ull << 40) - 1);
-}
-
-// The server posts receives when messages consume them: SEND, and WRITE with immediate (used
-// with --verify so that the server sees, and checks, every message).
-bool server_receives(const PerfOptions& o) {
-  return o.mode == Mode::kBandwidth &&
-         (o.verb == Verb::kSend || (o.verb == Verb::kWrite && o.verify));
+double milliseconds_to_rts(const Endpoint& e) {
+  return e.first_rts
+             ? std::chrono::duration<double, std::milli>(*e.first_rts - g_process_start).count()
+             : 0.0;
 }
 
 SizeResult client_bandwidth(Endpoint& e, const PerfOptions& o, std::uint64_t size) {
@@ -213,36 +44,12 @@ SizeResult client_bandwidth(Endpoint& e, const PerfOptions& o, std::uint64_t siz
   const auto start = SteadyClock::now();
   while (done < total) {
     for (std::uint32_t q = 0; q < nqp; ++q) {
-      while (posted[q] < o.iterations && posted[q] - completed[q] < depth) {
-        const std::uint64_t seq = posted[q];
-        std::byte* local = e.slot(q, seq);
-        SendWr wr;
-        wr.wr_id = wr_id(q, seq);
-        wr.sge = {reinterpret_cast<std::uint64_t>(local), static_cast<std::uint32_t>(size),
-                  e.qps[q].keys.lkey};
-        wr.remote_addr = e.remote_slot(q, seq);
-        wr.rkey = e.remote[q].rkey;
-        wr.imm = static_cast<std::uint32_t>(seq);
-        if (o.verb == Verb::kSend) {
-          wr.opcode = SendOpcode::kSend;
-        } else if (o.verb == Verb::kWrite) {
-          wr.opcode = o.verify ? SendOpcode::kRdmaWriteWithImm : SendOpcode::kRdmaWrite;
-        } else {
-          wr.opcode = SendOpcode::kRdmaRead;
-        }
-        if (o.verify) {
-          if (o.verb == Verb::kRead) {
-            std::memset(local, 0xee, size);
-          } else {
-            fill(local, size, seq, q);
-          }
-        }
-        post_times[q][seq] = usec_between(start, SteadyClock::now());
-        e.client.post_send(e.qps[q].qpn, wr);
-        ++posted[q];
+      for (; posted[q] < o.iterations && posted[q] - completed[q] < depth; ++posted[q]) {
+        post_times[q][posted[q]] = usec_between(start, SteadyClock::now());
+        post_message(e, o, q, posted[q], size);
       }
     }
-    const auto c = e.next(o.timeout_seconds, "client");
+    const ShmClient::Completion c = *e.next(o.timeout_seconds, "client");
     const std::uint32_t q = wr_qp(c.wr_id);
     if (o.verify && o.verb == Verb::kRead) {
       // The server filled slot i with message i's pattern once; reads land in our slot.
@@ -292,12 +99,8 @@ void server_prepare(Endpoint& e, const PerfOptions& o, std::uint64_t size,
   const std::uint64_t initial =
       o.verify ? e.slots : std::min<std::uint64_t>(1024, ShmClient::kMaxOutstanding / o.qps);
   for (std::uint32_t q = 0; q < o.qps; ++q) {
-    for (; next_recv[q] < std::min(initial, o.iterations); ++next_recv[q]) {
-      const std::uint64_t seq = next_recv[q];
-      e.client.post_recv(e.qps[q].qpn,
-                         {wr_id(q, seq),
-                          {reinterpret_cast<std::uint64_t>(e.slot(q, seq)),
-                           static_cast<std::uint32_t>(e.slot_size), e.qps[q].keys.lkey}});
+    for (; next_recv[q] < std::min(initial, receive_budget(o)); ++next_recv[q]) {
+      e.post_recv_slot(q, wr_id(q, next_recv[q]), next_recv[q]);
     }
   }
 }
@@ -307,137 +110,53 @@ void server_bandwidth(Endpoint& e, const PerfOptions& o, std::uint64_t size,
   if (!server_receives(o)) {
     return;
   }
-  std::uint64_t received = 0;
-  const std::uint64_t total = o.iterations * o.qps;
-  while (received < total) {
-    const auto c = e.next(o.timeout_seconds, "server");
-    const std::uint32_t q = wr_qp(c.wr_id);
-    const std::uint64_t seq = wr_seq(c.wr_id);
-    if (c.byte_len != size) {
-      throw std::runtime_error(fmt::format(
-          "Data verification failed: received {} bytes, expected {}", c.byte_len, size));
-    }
-    if (o.verify) {
-      // A WRITE with immediate lands in the slot its sequence number names.
-      const std::uint64_t data_seq = o.verb == Verb::kWrite ? c.imm : seq;
-      check(e.slot(q, data_seq), size, data_seq, q,
-            o.verb == Verb::kWrite ? "RDMA WRITE data" : "SEND data");
-    }
-    ++received;
-    if (next_recv[q] < o.iterations) {
-      const std::uint64_t n = next_recv[q]++;
-      e.client.post_recv(e.qps[q].qpn,
-                         {wr_id(q, n),
-                          {reinterpret_cast<std::uint64_t>(e.slot(q, n)),
-                           static_cast<std::uint32_t>(e.slot_size), e.qps[q].keys.lkey}});
-    }
+  for (std::uint64_t received = 0; received < o.iterations * o.qps; ++received) {
+    take_receive(e, o, size, *e.next(o.timeout_seconds, "server"), next_recv);
   }
 }
 
-// Waits for the byte of registered memory that the peer's RDMA WRITE sets, as perftest's
-// write_lat polls it. The byte is watched (ShmClient::watch_writes), so after the spin window
-// the client blocks and the instance wakes it when the WRITE lands, exactly as for a
-// completion: waiting for a WRITE costs what waiting for a SEND costs.
-void wait_for_marker(Endpoint& e, std::byte* p, std::byte marker, int timeout_seconds) {
-  const auto arrived = [p, marker] {
-    return std::atomic_ref<std::byte>(*p).load(std::memory_order_acquire) == marker;
-  };
-  if (!e.client.wait_until(arrived, spin_window(), std::chrono::seconds(timeout_seconds))) {
-    throw std::runtime_error("Timed out waiting for the peer's RDMA WRITE");
-  }
-}
-
-std::byte marker_for(std::uint64_t i) {
-  return static_cast<std::byte>(i % 255 + 1);
-}
-
-void post_one(Endpoint& e, SendOpcode op, std::uint64_t id, std::byte* local, std::uint64_t size,
-              std::uint64_t remote_addr) {
-  SendWr wr;
-  wr.wr_id = id;
-  wr.opcode = op;
-  wr.sge = {reinterpret_cast<std::uint64_t>(local), static_cast<std::uint32_t>(size),
-            e.qps[0].keys.lkey};
-  wr.remote_addr = remote_addr;
-  wr.rkey = e.remote[0].rkey;
-  e.client.post_send(e.qps[0].qpn, wr);
-}
-
-void post_recv_slot(Endpoint& e, std::uint64_t id, std::uint64_t slot) {
-  e.client.post_recv(e.qps[0].qpn, {id,
-                                    {reinterpret_cast<std::uint64_t>(e.slot(0, slot)),
-                                     static_cast<std::uint32_t>(e.slot_size), e.qps[0].keys.lkey}});
-}
-
-// Ping-pong; slot 0 sends, slot 1 receives. `client` measures.
+// Iteration mode's ping-pong; `client` measures.
 SizeResult latency(Endpoint& e, const PerfOptions& o, std::uint64_t size, bool client) {
   SizeResult r;
-  const char* side = client ? "client" : "server";
-  std::byte* out = e.slot(0, 0);
-  std::byte* in = e.slot(0, 1);
-  const std::uint64_t remote_in = e.remote_slot(0, 1);
-  if (o.verb == Verb::kWrite) {
-    e.client.watch_writes(in + size - 1, 1);  // the marker byte
+  if (o.verb == Verb::kRead && !client) {
+    return r;  // the passive side of READ does nothing
   }
+  PingPong ping_pong(e, o, size, client);
   for (std::uint64_t i = 0; i < o.iterations; ++i) {
-    const auto t0 = SteadyClock::now();
-    if (o.verb == Verb::kRead) {
-      if (!client) {
-        return r;  // the passive side of READ does nothing
-      }
-      if (o.verify) {
-        std::memset(out, 0xee, size);
-      }
-      post_one(e, SendOpcode::kRdmaRead, i, out, size, e.remote_slot(0, 0));
-      e.next(o.timeout_seconds, side);
-      if (o.verify) {
-        check(out, size, 0, 0, "READ data");
-      }
-      r.samples.push_back(usec_between(t0, SteadyClock::now()));
-      continue;
-    }
-    const bool sends_first = client;
-    auto receive = [&] {
-      if (o.verb == Verb::kSend) {
-        while (true) {
-          const auto c = e.next(o.timeout_seconds, side);
-          // Our own SEND completions are skipped here (draining them elsewhere could swallow
-          // the next receive).
-          if (c.opcode == static_cast<std::uint8_t>(WcOpcode::kRecv)) {
-            post_recv_slot(e, 1000000 + i + 1, 1);
-            break;
-          }
-        }
-      } else {
-        wait_for_marker(e, in + size - 1, marker_for(i), o.timeout_seconds);
-        ShmClient::Completion drained[16];
-        e.client.poll_cq(e.cq, drained);  // WRITE completions: nothing to wait for
-      }
-      if (o.verify) {
-        check(in, o.verb == Verb::kWrite ? size - 1 : size, i, 0, "ping-pong data");
-      }
-    };
-    auto transmit = [&] {
-      if (o.verify) {
-        fill(out, size, i, 0);
-      }
-      if (o.verb == Verb::kWrite) {
-        out[size - 1] = marker_for(i);
-        post_one(e, SendOpcode::kRdmaWrite, i, out, size, remote_in);
-      } else {
-        post_one(e, SendOpcode::kSend, i, out, size, 0);
-      }
-    };
-    if (sends_first) {
-      transmit();
-      receive();
-    } else {
-      receive();
-      transmit();
-    }
-    r.samples.push_back(usec_between(t0, SteadyClock::now()) / 2);  // one way, as perftest
+    r.samples.push_back(*ping_pong.exchange(i));
   }
   return r;
+}
+
+// One size as the client measures it, in either mode.
+SizeResult client_measure(Endpoint& e, const PerfOptions& o, std::uint64_t size, OobChannel& oob) {
+  const bool duration = o.duration_seconds > 0;
+  if (o.mode == Mode::kBandwidth) {
+    return duration ? client_bandwidth_for_duration(e, o, size, oob) : client_bandwidth(e, o, size);
+  }
+  if (duration) {
+    return client_latency_for_duration(e, o, size, oob);
+  }
+  SizeResult r = latency(e, o, size, true);
+  r.lat = summarize_latency(size, r.samples);
+  return r;
+}
+
+// One size as the server serves it, in either mode.
+void server_serve(Endpoint& e, const PerfOptions& s, std::uint64_t size,
+                  std::vector<std::uint64_t>& next_recv, OobChannel& oob) {
+  const bool duration = s.duration_seconds > 0;
+  if (s.mode == Mode::kBandwidth) {
+    if (duration) {
+      server_bandwidth_until_end(e, s, size, next_recv, oob);
+    } else {
+      server_bandwidth(e, s, size, next_recv);
+    }
+  } else if (duration) {
+    server_latency_until_end(e, s, size, oob);
+  } else {
+    latency(e, s, size, false);
+  }
 }
 
 void print_connection(std::ostream& out, Endpoint& e, const PerfOptions& o) {
@@ -449,7 +168,22 @@ void print_connection(std::ostream& out, Endpoint& e, const PerfOptions& o) {
         << address_line(false, e.remote[i].qpn, e.remote[i].rkey, e.remote[i].vaddr, rdma)
         << gid_line(e.remote_gid);
   }
-  out << dashes() << (o.mode == Mode::kBandwidth ? bw_header(o.report_gbits) : lat_header());
+  out << dashes() << table_header(o);
+  out.flush();
+}
+
+// Tells the client why this server gives up, if the client still listens.
+void tell_failure(OobChannel& oob, const std::string& failure) {
+  try {
+    oob.send_line("FAIL " + failure);
+  } catch (const std::exception&) {
+    // The client is gone too; the server's own error says why it stopped.
+  }
+}
+
+// The closing dashed line, then rung 2 (outside the table, so perftest parsers skip it).
+void finish_table(std::ostream& out, const Endpoint& e) {
+  out << dashes() << time_to_rts_line(milliseconds_to_rts(e));
   out.flush();
 }
 
@@ -473,7 +207,7 @@ int run_client(const PerfOptions& o, std::ostream& out) {
   print_connection(out, e, o);
   nlohmann::json results = nlohmann::json::array();
   if (o.mode == Mode::kLatency && o.verb == Verb::kSend) {
-    post_recv_slot(e, 1000000, 1);  // each ping answered re-posts one
+    e.post_recv_slot(0, 1000000, 1);  // each ping answered re-posts one
   }
   for (std::uint64_t size : o.sizes) {
     if (o.mode == Mode::kLatency) {
@@ -484,15 +218,12 @@ int run_client(const PerfOptions& o, std::ostream& out) {
     if (go != "GO") {
       throw std::runtime_error("server failed: " + go);
     }
-    SizeResult r;
     const CpuMeter meter(device.instance_pid());
-    if (o.mode == Mode::kBandwidth) {
-      r = client_bandwidth(e, o, size);
-    } else {
-      r = latency(e, o, size, true);
-      r.lat = summarize_latency(size, r.samples);
-    }
+    SizeResult r = client_measure(e, o, size, oob);
     r.cpu = meter.stop();
+    if (o.duration_seconds > 0) {
+      send_end(oob, r);
+    }
     oob.send_line(encode_result(r, o.mode));
     const std::string verdict = oob.receive_line();
     if (verdict != "DONE") {
@@ -502,8 +233,8 @@ int run_client(const PerfOptions& o, std::ostream& out) {
     results.push_back(json_of(r, o));
   }
   oob.send_line("BYE");
-  out << dashes();
-  write_json(o, results, false);
+  finish_table(out, e);
+  write_json(o, results, false, milliseconds_to_rts(e));
   return 0;
 }
 
@@ -530,7 +261,7 @@ int run_server(const PerfOptions& o, std::ostream& out) {
   nlohmann::json results = nlohmann::json::array();
   std::vector<std::uint64_t> next_recv;
   if (s.mode == Mode::kLatency && s.verb == Verb::kSend) {
-    post_recv_slot(e, 1000000, 1);  // each pong received re-posts one
+    e.post_recv_slot(0, 1000000, 1);  // each pong received re-posts one
   }
   while (true) {
     const std::string line = oob.receive_line(std::chrono::seconds(s.timeout_seconds * 10));
@@ -541,7 +272,6 @@ int run_server(const PerfOptions& o, std::ostream& out) {
     if (std::sscanf(line.c_str(), "SIZE %lu", &size) != 1) {
       throw std::runtime_error("unexpected message from the client: " + line);
     }
-    SizeResult own;
     std::string failure;
     const CpuMeter meter(device.instance_pid());
     try {
@@ -550,12 +280,12 @@ int run_server(const PerfOptions& o, std::ostream& out) {
       }
       server_prepare(e, s, size, next_recv);
       oob.send_line("GO");
-      if (s.mode == Mode::kBandwidth) {
-        server_bandwidth(e, s, size, next_recv);
-      } else {
-        own = latency(e, s, size, false);
-      }
+      server_serve(e, s, size, next_recv, oob);
     } catch (const std::exception& ex) {
+      if (s.duration_seconds > 0) {
+        tell_failure(oob, ex.what());  // the client is still running: stop it now
+        throw;
+      }
       failure = ex.what();
     }
     SizeResult r = decode_result(oob.receive_line(), s.mode);
@@ -568,8 +298,8 @@ int run_server(const PerfOptions& o, std::ostream& out) {
     print_row(out, r, s);
     results.push_back(json_of(r, s));
   }
-  out << dashes();
-  write_json(s, results, true);
+  finish_table(out, e);
+  write_json(s, results, true, milliseconds_to_rts(e));
   return 0;
 }
 

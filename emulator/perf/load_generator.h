@@ -24,6 +24,10 @@ struct PerfOptions {
   std::string server;  // empty: this is the server
   std::string bind = "127.0.0.1";
   int timeout_seconds = 60;
+  // perftest's duration mode (-D): run this many seconds instead of `iterations`; 0 = off.
+  int duration_seconds = 0;
+  bool report_per_second = false;  // bandwidth, duration mode: a row per measured second
+  bool report_histogram = false;   // latency (-H): every measured iteration before the row
 };
 
 // Runs one side of a test; prints perftest's layout to `out`, errors to `err`. Returns the

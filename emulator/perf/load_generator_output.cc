@@ -22,9 +22,10 @@ std::string encode_result(const SizeResult& r, Mode mode) {
                        r.bw.peak_bytes_per_second, r.bw.average_bytes_per_second,
                        r.bw.message_rate);
   }
-  return fmt::format("RESULT {} {} {:.3f} {:.3f} {:.3f} {:.3f} {:.3f} {:.3f} {:.3f}", r.lat.bytes,
-                     r.lat.iterations, r.lat.min, r.lat.max, r.lat.typical, r.lat.average,
-                     r.lat.stdev, r.lat.p99, r.lat.p999);
+  return fmt::format("RESULT {} {} {:.3f} {:.3f} {:.3f} {:.3f} {:.3f} {:.3f} {:.3f} {:.3f}",
+                     r.lat.bytes, r.lat.iterations, r.lat.min, r.lat.max, r.lat.typical,
+                     r.lat.average, r.lat.stdev, r.lat.p99, r.lat.p999,
+                     r.lat.transactions_per_second);
 }
 
 SizeResult decode_result(const std::string& line, Mode mode) {
@@ -40,13 +41,38 @@ SizeResult decode_result(const std::string& line, Mode mode) {
         r.bw.average_bytes_per_second >> r.bw.message_rate;
   } else {
     in >> r.lat.bytes >> r.lat.iterations >> r.lat.min >> r.lat.max >> r.lat.typical >>
-        r.lat.average >> r.lat.stdev >> r.lat.p99 >> r.lat.p999;
+        r.lat.average >> r.lat.stdev >> r.lat.p99 >> r.lat.p999 >> r.lat.transactions_per_second;
   }
   return r;
 }
 
+std::string table_header(const PerfOptions& o) {
+  if (o.mode == Mode::kBandwidth) {
+    return bw_header(o.report_gbits);
+  }
+  return o.duration_seconds > 0 ? lat_duration_header() : lat_header();
+}
+
 void print_row(std::ostream& out, const SizeResult& r, const PerfOptions& o) {
-  out << (o.mode == Mode::kBandwidth ? bw_row(r.bw, o.report_gbits) : lat_row(r.lat));
+  if (o.mode == Mode::kBandwidth) {
+    if (o.report_per_second) {
+      // perftest's periodic rows (--run_infinitely): the table's own layout, no peak.
+      for (std::uint64_t messages : r.per_second) {
+        BwResult second;
+        second.bytes = r.bw.bytes;
+        second.iterations = messages;
+        second.average_bytes_per_second = static_cast<double>(messages * r.bw.bytes);
+        second.message_rate = static_cast<double>(messages);
+        out << bw_row(second, o.report_gbits);
+      }
+    }
+    out << bw_row(r.bw, o.report_gbits);
+  } else {
+    if (o.report_histogram && !r.samples.empty()) {
+      out << histogram_lines(r.samples) << dashes() << table_header(o);
+    }
+    out << (o.duration_seconds > 0 ? lat_duration_row(r.lat) : lat_row(r.lat));
+  }
   out.flush();
 }
 
@@ -62,6 +88,9 @@ nlohmann::json json_of(const SizeResult& r, const PerfOptions& o) {
       j["completion_times_usec"] = r.samples;
       j["post_times_usec"] = r.post_times;
     }
+    if (!r.per_second.empty()) {
+      j["messages_per_second"] = r.per_second;
+    }
   } else {
     j = {{"bytes", r.lat.bytes},
          {"iterations", r.lat.iterations},
@@ -72,6 +101,9 @@ nlohmann::json json_of(const SizeResult& r, const PerfOptions& o) {
          {"t_stdev_usec", r.lat.stdev},
          {"p99_usec", r.lat.p99},
          {"p999_usec", r.lat.p999}};
+    if (o.duration_seconds > 0) {
+      j["transactions_per_second"] = r.lat.transactions_per_second;
+    }
     if (!r.samples.empty()) {
       j["latency_usec"] = r.samples;
     }
@@ -82,7 +114,8 @@ nlohmann::json json_of(const SizeResult& r, const PerfOptions& o) {
   return j;
 }
 
-void write_json(const PerfOptions& o, const nlohmann::json& results, bool server) {
+void write_json(const PerfOptions& o, const nlohmann::json& results, bool server,
+                double time_to_rts_ms) {
   if (o.json.empty()) {
     return;
   }
@@ -94,6 +127,8 @@ void write_json(const PerfOptions& o, const nlohmann::json& results, bool server
                         {"qps", o.qps},
                         {"tx_depth", o.tx_depth},
                         {"verify", o.verify},
+                        {"duration_seconds", o.duration_seconds},
+                        {"time_to_first_rts_ms", time_to_rts_ms},
                         {"results", results}};
   std::ofstream out(o.json);
   out << doc.dump(2) << "\n";
@@ -107,9 +142,9 @@ std::string header_line(const PerfOptions& o) {
   for (auto s : o.sizes) {
     sizes += (sizes.empty() ? "" : ",") + std::to_string(s);
   }
-  return fmt::format("ERNICPERF1 {} {} {} {} {} {} {}", static_cast<int>(o.verb),
+  return fmt::format("ERNICPERF1 {} {} {} {} {} {} {} {}", static_cast<int>(o.verb),
                      static_cast<int>(o.mode), o.iterations, o.tx_depth, o.qps, o.verify ? 1 : 0,
-                     sizes);
+                     sizes, o.duration_seconds);
 }
 
 PerfOptions accept_test(OobChannel& oob, const PerfOptions& o) {
@@ -117,7 +152,8 @@ PerfOptions accept_test(OobChannel& oob, const PerfOptions& o) {
   std::istringstream in(oob.receive_line());
   std::string tag, sizes;
   int verb = 0, mode = 0, verify = 0;
-  in >> tag >> verb >> mode >> s.iterations >> s.tx_depth >> s.qps >> verify >> sizes;
+  in >> tag >> verb >> mode >> s.iterations >> s.tx_depth >> s.qps >> verify >> sizes >>
+      s.duration_seconds;
   if (tag != "ERNICPERF1" || verb != static_cast<int>(o.verb) || mode != static_cast<int>(o.mode)) {
     oob.send_line("ERR the client runs a different test");
     throw std::runtime_error("the client runs a different test than " + test_title(o.verb, o.mode));
@@ -129,7 +165,7 @@ PerfOptions accept_test(OobChannel& oob, const PerfOptions& o) {
   while (std::getline(list, item, ',')) {
     s.sizes.push_back(std::stoull(item));
   }
-  if (s.sizes.empty() || s.qps == 0 || s.qps > 64) {
+  if (s.sizes.empty() || s.qps == 0 || s.qps > 64 || s.duration_seconds < 0) {
     oob.send_line("ERR bad test parameters");
     throw std::runtime_error("bad test parameters from the client");
   }

@@ -113,19 +113,18 @@ void OobChannel::send_line(const std::string& line) {
   }
 }
 
-std::string OobChannel::receive_line(std::chrono::seconds timeout) {
+std::optional<std::string> OobChannel::take_line() {
+  const auto newline = buffer_.find('\n');
+  if (newline == std::string::npos) {
+    return std::nullopt;
+  }
+  std::string line = buffer_.substr(0, newline);
+  buffer_.erase(0, newline + 1);
+  return line;
+}
+
+void OobChannel::read_some() {
   while (true) {
-    const auto newline = buffer_.find('\n');
-    if (newline != std::string::npos) {
-      std::string line = buffer_.substr(0, newline);
-      buffer_.erase(0, newline + 1);
-      return line;
-    }
-    pollfd p{fd_, POLLIN, 0};
-    const int n = poll(&p, 1, static_cast<int>(timeout.count() * 1000));
-    if (n == 0) {
-      throw std::runtime_error("Timed out waiting for the peer over the out-of-band connection");
-    }
     char chunk[4096];
     const ssize_t got = ::recv(fd_, chunk, sizeof chunk, 0);
     if (got <= 0) {
@@ -138,6 +137,34 @@ std::string OobChannel::receive_line(std::chrono::seconds timeout) {
     if (buffer_.size() > (1u << 20)) {
       throw std::runtime_error("out-of-band peer sent an overlong line");
     }
+    return;
+  }
+}
+
+std::string OobChannel::receive_line(std::chrono::seconds timeout) {
+  while (true) {
+    if (auto line = take_line()) {
+      return *line;
+    }
+    pollfd p{fd_, POLLIN, 0};
+    const int n = poll(&p, 1, static_cast<int>(timeout.count() * 1000));
+    if (n == 0) {
+      throw std::runtime_error("Timed out waiting for the peer over the out-of-band connection");
+    }
+    read_some();
+  }
+}
+
+std::optional<std::string> OobChannel::try_receive_line() {
+  while (true) {
+    if (auto line = take_line()) {
+      return line;
+    }
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, 0) <= 0) {
+      return std::nullopt;
+    }
+    read_some();
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace ernic::emu::perf {
@@ -23,9 +24,13 @@ class OobChannel {
   void send_line(const std::string& line);
   // Throws when the peer closed or nothing arrived within `timeout`.
   std::string receive_line(std::chrono::seconds timeout = std::chrono::seconds(60));
+  // A line that has already arrived, without waiting; throws when the peer closed.
+  std::optional<std::string> try_receive_line();
 
  private:
   OobChannel() = default;
+  std::optional<std::string> take_line();
+  void read_some();  // one recv() into the buffer; throws when the peer closed
   int listen_fd_ = -1;
   int fd_ = -1;
   std::string buffer_;

@@ -6,9 +6,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -187,6 +192,292 @@ TEST_CASE("perf server with no instance at its socket fails before waiting for a
   CHECK_THAT(output, Catch::Contains("cannot attach to the ERNIC instance"));
   CHECK_THAT(output, Catch::Contains("none.sock"));
   CHECK_FALSE(output.find("Waiting for client") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace ernic::emu
+
+namespace ernic::emu {
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+std::vector<std::string> words_of(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> words;
+  for (std::string word; in >> word;) {
+    words.push_back(word);
+  }
+  return words;
+}
+
+// The columns of a perftest table header as the CLI's perftest parser names them: "BW", "tps"
+// and "NN%" start a two-word name ("BW average[Gb/sec]", "tps average").
+std::size_t column_count(const std::string& header) {
+  const auto words = words_of(header);
+  std::size_t columns = 0;
+  for (std::size_t i = 0; i < words.size(); ++i, ++columns) {
+    const bool two_words = words[i] == "BW" || words[i] == "tps" || words[i].back() == '%';
+    i += two_words && i + 1 < words.size() ? 1 : 0;
+  }
+  return columns;
+}
+
+// A result row as that parser reads it: an unsigned size, then numbers only.
+bool is_row(const std::string& line) {
+  const auto words = words_of(line);
+  if (words.size() < 2 || words[0].find_first_not_of("0123456789") != std::string::npos) {
+    return false;
+  }
+  return std::all_of(words.begin() + 1, words.end(), [](const std::string& w) {
+    char* end = nullptr;
+    std::strtod(w.c_str(), &end);
+    return end != w.c_str() && *end == '\0';
+  });
+}
+
+// The last table of an output: its header and rows, checked to be closed by a dashed line
+// and to have the header's number of columns in every row.
+struct Table {
+  std::string header;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> between;  // other lines between the header and the dashed line
+};
+Table last_table(const std::string& output) {
+  const auto lines = lines_of(output);
+  std::size_t header = lines.size();
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].starts_with(" #bytes")) {
+      header = i;
+    }
+  }
+  REQUIRE(header < lines.size());
+  Table t;
+  t.header = lines[header];
+  std::size_t i = header + 1;
+  for (; i < lines.size() && !lines[i].starts_with("-----"); ++i) {
+    if (is_row(lines[i])) {
+      t.rows.push_back(words_of(lines[i]));
+      CHECK(t.rows.back().size() == column_count(t.header));
+    } else {
+      t.between.push_back(lines[i]);
+    }
+  }
+  CHECK(i < lines.size());  // closed
+  return t;
+}
+
+// One line of -H's histogram: "N, LATENCY" (printf's %d, %g).
+const std::regex kHistogramLine("[0-9]+, [0-9.e+-]+");
+
+// " Time to first QP in RTS: 12.34 ms" after the table; the milliseconds.
+double time_to_rts(const std::string& output) {
+  std::smatch m;
+  REQUIRE(
+      std::regex_search(output, m, std::regex("-{20,}\n Time to first QP in RTS: ([0-9.]+) ms\n")));
+  return std::stod(m[1]);
+}
+
+struct TimedPair {
+  std::string client;
+  std::string server;
+  double client_seconds = 0;
+  nlohmann::json json;
+};
+
+// Runs a test as server and client with `args` on both sides; both must exit 0.
+TimedPair run_timed(const Supervisor& supervisor, const TestDir& dir, const std::string& test,
+                    const std::vector<std::string>& args, int port_offset) {
+  const auto started = std::chrono::steady_clock::now();
+  const nlohmann::json json = run_pair(supervisor, dir, test, args, port_offset);
+  TimedPair r;
+  r.client_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  r.client = read_all(dir.path() / (test + ".client.txt"));
+  r.server = read_all(dir.path() / (test + ".server.txt"));
+  r.json = json;
+  return r;
+}
+
+TEST_CASE("perf -D 2 bandwidth runs two seconds, reports each second, and the server follows") {
+  TestDir dir("perf-duration-bw");
+  Supervisor supervisor;
+  start_pair(supervisor, dir);
+  const auto run =
+      run_timed(supervisor, dir, "write_bw",
+                {"-s", "65536", "-D", "2", "--report-per-second", "--report_gbits"}, 41);
+  INFO(run.client);
+  // Two seconds of traffic, not an iteration count; the margin covers start-up on a busy
+  // machine (a server that waited for an iteration count would hang until its timeout).
+  CHECK(run.client_seconds >= 2.0);
+  CHECK(run.client_seconds < 15.0);
+  const Table table = last_table(run.client);
+  CHECK_THAT(table.header, Catch::Contains("BW average[Gb/sec]"));
+  // -D 2: perftest's margin is 2 / 4 = 0 whole seconds, so both seconds are measured.
+  REQUIRE(table.rows.size() == 3);
+  std::uint64_t per_second_messages = 0;
+  for (std::size_t i = 0; i < table.rows.size(); ++i) {
+    CHECK(table.rows[i][0] == "65536");
+    CHECK(table.rows[i][2] == "0.00");  // duration mode measures no peak
+    if (i + 1 < table.rows.size()) {
+      per_second_messages += std::stoull(table.rows[i][1]);
+    }
+  }
+  const auto& summary = table.rows.back();
+  const std::uint64_t measured = std::stoull(summary[1]);
+  CHECK(measured > 0);
+  CHECK(per_second_messages == measured);
+  // The average is the measured bytes over the measured time (2 s), in Gb/s.
+  CHECK(std::stod(summary[3]) == Approx(measured * 65536.0 * 8 / 1e9 / 2).epsilon(0.01));
+  CHECK(run.json["duration_seconds"] == 2);
+  CHECK(run.json["results"][0]["messages_per_second"].size() == 2);
+  // The server printed the client's summary row and its own table.
+  const Table server_table = last_table(run.server);
+  REQUIRE(server_table.rows.size() == 1);
+  CHECK(server_table.rows[0][1] == summary[1]);
+  // Rung 2 on both sides, outside the table, within the run.
+  const double client_rts = time_to_rts(run.client);
+  CHECK(client_rts > 0);
+  CHECK(client_rts < run.client_seconds * 1000);
+  CHECK(time_to_rts(run.server) > 0);
+  CHECK(run.json["time_to_first_rts_ms"].get<double>() == Approx(client_rts).margin(0.01));
+  CHECK(supervisor.check_alive().empty());
+}
+
+TEST_CASE("perf -D 2 latency prints the duration table and, with -H, every measured latency") {
+  TestDir dir("perf-duration-lat");
+  Supervisor supervisor;
+  start_pair(supervisor, dir);
+  for (const char* test : {"send_lat", "write_lat"}) {
+    INFO(test);
+    const auto run = run_timed(supervisor, dir, test, {"-s", "64", "-D", "2", "-H"}, 43);
+    INFO(run.client);
+    CHECK(run.client_seconds >= 2.0);
+    CHECK(run.client_seconds < 15.0);
+    const Table table = last_table(run.client);
+    // perftest's duration-mode latency table: t_avg and the exchange rate only.
+    CHECK(words_of(table.header) ==
+          std::vector<std::string>{"#bytes", "#iterations", "t_avg[usec]", "tps", "average"});
+    REQUIRE(table.rows.size() == 1);
+    const std::uint64_t exchanges = std::stoull(table.rows[0][1]);
+    CHECK(exchanges > 10);
+    CHECK(std::stod(table.rows[0][3]) == Approx(exchanges / 2.0).epsilon(0.02));
+    // -H: "#, usec" and one sorted "N, latency" line per measured exchange, then perftest
+    // prints the dashed line and the header again before the row.
+    const auto lines = lines_of(run.client);
+    const auto histogram = std::find(lines.begin(), lines.end(), "#, usec");
+    REQUIRE(histogram != lines.end());
+    std::vector<double> latencies;
+    bool numbered_in_order = true;
+    auto line = histogram + 1;
+    for (; line != lines.end() && std::regex_match(*line, kHistogramLine); ++line) {
+      numbered_in_order = numbered_in_order && std::stoull(*line) == latencies.size() + 1;
+      latencies.push_back(std::stod(line->substr(line->find(", ") + 2)));
+    }
+    CHECK(numbered_in_order);
+    CHECK(latencies.size() == exchanges);
+    CHECK(std::is_sorted(latencies.begin(), latencies.end()));
+    REQUIRE(std::distance(line, lines.end()) >= 2);
+    CHECK(line->starts_with("-----"));
+    CHECK(*(line + 1) == table.header);
+    // The row's average is the histogram's.
+    const double mean =
+        std::accumulate(latencies.begin(), latencies.end(), 0.0) / static_cast<double>(exchanges);
+    CHECK(std::stod(table.rows[0][2]) == Approx(mean).epsilon(0.01).margin(0.01));
+    CHECK(run.json["results"][0]["transactions_per_second"].get<double>() > 0);
+    const Table server_table = last_table(run.server);
+    REQUIRE(server_table.rows.size() == 1);
+    CHECK(server_table.rows[0][1] == table.rows[0][1]);
+    CHECK(time_to_rts(run.client) > 0);
+  }
+  CHECK(supervisor.check_alive().empty());
+}
+
+TEST_CASE("perf -H in iteration mode prints every iteration before perftest's full row") {
+  TestDir dir("perf-histogram");
+  Supervisor supervisor;
+  start_pair(supervisor, dir);
+  const auto run = run_timed(supervisor, dir, "send_lat", {"-s", "8", "-n", "100", "-H"}, 47);
+  const Table table = last_table(run.client);
+  CHECK_THAT(table.header, Catch::Contains("t_typical[usec]"));
+  REQUIRE(table.rows.size() == 1);
+  const auto lines = lines_of(run.client);
+  const auto histogram = std::find(lines.begin(), lines.end(), "#, usec");
+  REQUIRE(histogram != lines.end());
+  CHECK(std::count_if(histogram, lines.end(), [](const std::string& l) {
+          return std::regex_match(l, kHistogramLine);
+        }) == 100);
+  // The smallest and the largest printed latency are the row's t_min and t_max.
+  CHECK(std::stod((histogram + 1)->substr(3)) == Approx(std::stod(table.rows[0][2])).margin(0.01));
+  CHECK(std::stod((histogram + 100)->substr(5)) ==
+        Approx(std::stod(table.rows[0][3])).margin(0.01));
+}
+
+TEST_CASE("perf client that loses its server during -D fails at once with a clear message") {
+  TestDir dir("perf-duration-lost");
+  Supervisor supervisor;
+  start_pair(supervisor, dir);
+  const std::string port = port_for_test(53);
+  const auto client_out = dir.path() / "client.txt";
+  const pid_t server = spawn_ernicctl(
+      {"perf", "write_bw", "--socket", supervisor.instances()[0].socket.string(), "-p", port},
+      dir.path() / "server.txt");
+  const pid_t client =
+      spawn_ernicctl({"perf", "write_bw", "--socket", supervisor.instances()[1].socket.string(),
+                      "-p", port, "-D", "30", "127.0.0.1"},
+                     client_out);
+  // The run is under way once the client's instance counts completions (its stats file is
+  // rewritten every second).
+  const auto running = [&] {
+    const auto stats = Supervisor::read_stats(supervisor.instances()[1].stats);
+    const auto completions = stats.find("completions");
+    return completions != stats.end() && std::stoull(completions->second) > 0;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!running() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  REQUIRE(running());
+  const auto killed = std::chrono::steady_clock::now();
+  kill(server, SIGKILL);
+  wait_exit(server, std::chrono::seconds(5));
+  CHECK(wait_exit(client, std::chrono::seconds(20)) == 1);
+  // Well before the 30 s run would have ended, and before the 60 s completion timeout.
+  CHECK(std::chrono::steady_clock::now() - killed < std::chrono::seconds(10));
+  CHECK_THAT(read_all(client_out), Catch::Contains("Lost the server during the duration run"));
+  CHECK(supervisor.check_alive().empty());
+}
+
+TEST_CASE("perf refuses reporting flags perftest does not combine") {
+  TestDir dir("perf-flags");
+  const std::string socket = (dir.path() / "none.sock").string();
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  const Case cases[] = {
+      {{"write_bw", "--report-per-second"}, "--report-per-second is for bandwidth tests in"},
+      {{"send_lat", "-D", "2", "--report-per-second"}, "--report-per-second is for bandwidth"},
+      {{"write_bw", "-H"}, "-H (--report-histogram) is for latency tests"},
+      {{"write_bw", "-D", "2", "-n", "100"}, "not both"},
+      {{"write_bw", "-D", "2", "-a"}, "-a is not supported"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"perf"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    args.insert(args.end(), {"--socket", socket, "127.0.0.1"});
+    const auto out = dir.path() / "out.txt";
+    std::filesystem::remove(out);
+    CHECK(wait_exit(spawn_ernicctl(args, out), std::chrono::seconds(20)) == 2);
+    CHECK_THAT(read_all(out), Catch::Contains(c.message));
+  }
 }
 
 }  // namespace

@@ -158,4 +158,26 @@ std::string lat_row(const LatResult& r) {
       r.bytes, r.iterations, r.min, r.max, r.typical, r.average, r.stdev, r.p99, r.p999);
 }
 
+std::string lat_duration_header() {
+  return " #bytes        #iterations       t_avg[usec]    tps average\n";
+}
+
+std::string lat_duration_row(const LatResult& r) {
+  return fmt::format(" {:<7}       {}            {:<7.2f}        {:<7.2f}\n", r.bytes, r.iterations,
+                     r.average, r.transactions_per_second);
+}
+
+std::string histogram_lines(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  std::string out = "#, usec\n";
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    out += fmt::format("{}, {:g}\n", i + 1, samples[i]);
+  }
+  return out;
+}
+
+std::string time_to_rts_line(double milliseconds) {
+  return fmt::format(" Time to first QP in RTS: {:.2f} ms\n", milliseconds);
+}
+
 }  // namespace ernic::emu::perf

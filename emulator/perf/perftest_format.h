@@ -44,8 +44,18 @@ struct LatResult {
   std::uint64_t bytes = 0;
   std::uint64_t iterations = 0;
   double min = 0, max = 0, typical = 0, average = 0, stdev = 0, p99 = 0, p999 = 0;  // usec
+  double transactions_per_second = 0;  // duration mode: exchanges per measured second
 };
 LatResult summarize_latency(std::uint64_t bytes, std::vector<double> samples_usec);
 std::string lat_row(const LatResult& result);
+// Duration mode (-D) prints only the average and the exchange rate, as perftest does.
+std::string lat_duration_header();
+std::string lat_duration_row(const LatResult& result);
+// -H/--report-histogram: "#, usec", then "N, latency" for every measured iteration, sorted.
+std::string histogram_lines(std::vector<double> samples_usec);
+
+// Rung 2 of the evaluation ladder, printed after the closing dashed line: the time from the
+// process's start to its first QP in RTS.
+std::string time_to_rts_line(double milliseconds);
 
 }  // namespace ernic::emu::perf

@@ -2,8 +2,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 namespace ernic::emu::perf {
 namespace {
@@ -116,6 +118,28 @@ TEST_CASE("BW peak falls back to the average below two windows, and never goes b
 
 TEST_CASE("GIDs print the way perftest prints them") {
   CHECK(gid_line("10.10.0.2") == " GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:10:00:02\n");
+}
+
+// perftest's own printf formats (perftest_parameters.h: RESULT_FMT_LAT_DUR, REPORT_FMT_LAT_DUR;
+// perftest_resources.c: the "-H" histogram lines).
+TEST_CASE("duration-mode latency table and -H histogram in perftest's printf layouts") {
+  CHECK(lat_duration_header() == " #bytes        #iterations       t_avg[usec]    tps average\n");
+  LatResult r;
+  r.bytes = 64;
+  r.iterations = 12345;
+  r.average = 3.456;
+  r.transactions_per_second = 144678.9;
+  char expected[256];
+  std::snprintf(expected, sizeof expected, " %-7lu       %d            %-7.2f        %-7.2f\n",
+                64ul, 12345, 3.456, 144678.9);
+  CHECK(lat_duration_row(r) == expected);
+  std::string lines = "#, usec\n";
+  for (const auto& [i, v] : {std::pair{1, 1.5}, {2, 2.25}, {3, 12.3456789}, {4, 1234567.0}}) {
+    std::snprintf(expected, sizeof expected, "%d, %g\n", i, v);
+    lines += expected;
+  }
+  CHECK(histogram_lines({12.3456789, 1234567.0, 1.5, 2.25}) == lines);  // sorted, as perftest
+  CHECK(time_to_rts_line(12.5) == " Time to first QP in RTS: 12.50 ms\n");
 }
 
 }  // namespace

@@ -1,0 +1,375 @@
+#include "perf/endpoint.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace ernic::emu::perf {
+namespace {
+
+constexpr std::uint64_t kBufferBudget = 2u << 20;         // per QP
+constexpr std::uint64_t kVerifyBufferBudget = 64u << 20;  // per QP
+// A waiting side that may be told to stop (duration mode) looks at the out-of-band channel this
+// often.
+constexpr std::chrono::milliseconds kStopSlice{100};
+
+// How long the load generator busy-polls before it blocks. Latency tests spin (a wake-up
+// costs tens of microseconds here); bandwidth tests block at once, because with a deep window
+// there is always work queued and a spinning client only takes CPU from the instances (on two
+// cores it halved the bandwidth). ERNIC_PERF_SPIN_US overrides both.
+std::chrono::microseconds g_spin{0};
+
+std::byte pattern(std::uint64_t seq, std::uint64_t offset, std::uint32_t qp) {
+  return static_cast<std::byte>((seq * 131 + offset * 7 + qp * 29 + (offset >> 8)) & 0xff);
+}
+
+std::string status_text(std::uint8_t status) {
+  if (status == shm::kLocalQpOperationError) {
+    return "local QP operation error";
+  }
+  return to_string(static_cast<WcStatus>(status));
+}
+
+// Waits in slices until `attempt()` succeeds; false once stop() holds; throws after `timeout`
+// without success.
+bool wait_sliced(const std::function<bool(std::chrono::milliseconds)>& attempt, int timeout_seconds,
+                 const StopRequested& stop, const std::string& timeout_message) {
+  const auto timeout = std::chrono::seconds(timeout_seconds);
+  if (!stop) {
+    if (!attempt(std::chrono::duration_cast<std::chrono::milliseconds>(timeout))) {
+      throw std::runtime_error(timeout_message);
+    }
+    return true;
+  }
+  const auto give_up = SteadyClock::now() + timeout;
+  while (!attempt(kStopSlice)) {
+    if (stop()) {
+      return false;
+    }
+    if (SteadyClock::now() >= give_up) {
+      throw std::runtime_error(timeout_message);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+double usec_between(SteadyClock::time_point a, SteadyClock::time_point b) {
+  return std::chrono::duration<double, std::micro>(b - a).count();
+}
+
+std::chrono::microseconds spin_window() {
+  return g_spin;
+}
+
+void choose_spin(Mode mode) {
+  const char* env = std::getenv("ERNIC_PERF_SPIN_US");
+  g_spin = std::chrono::microseconds(env != nullptr ? std::atol(env)
+                                                    : (mode == Mode::kLatency ? 50 : 0));
+}
+
+void fill(std::byte* p, std::uint64_t length, std::uint64_t seq, std::uint32_t qp) {
+  for (std::uint64_t i = 0; i < length; ++i) {
+    p[i] = pattern(seq, i, qp);
+  }
+}
+
+void check(const std::byte* p, std::uint64_t length, std::uint64_t seq, std::uint32_t qp,
+           const char* what) {
+  for (std::uint64_t i = 0; i < length; ++i) {
+    if (p[i] != pattern(seq, i, qp)) {
+      throw std::runtime_error(fmt::format(
+          "Data verification failed: {} of {} bytes (message {} on QP {}) differs at byte {}: "
+          "got 0x{:02x}, expected 0x{:02x}",
+          what, length, seq, qp, i, std::to_integer<unsigned>(p[i]),
+          std::to_integer<unsigned>(pattern(seq, i, qp))));
+    }
+  }
+}
+
+std::uint64_t wr_id(std::uint32_t qp, std::uint64_t seq) {
+  return (static_cast<std::uint64_t>(qp) << 40) | seq;
+}
+std::uint32_t wr_qp(std::uint64_t id) {
+  return static_cast<std::uint32_t>(id >> 40);
+}
+std::uint64_t wr_seq(std::uint64_t id) {
+  return id & ((1ull << 40) - 1);
+}
+
+Endpoint::Endpoint(ShmClient& device, const PerfOptions& o, std::uint64_t max_size)
+    : client(device) {
+  slot_size = std::max<std::uint64_t>(max_size, 64);
+  // Without --verify messages may share buffers (perftest uses one): a small working set
+  // stays in the CPU caches, as iperf3's does. With it, every message in flight owns a slot.
+  const std::uint64_t budget = o.verify ? kVerifyBufferBudget : kBufferBudget;
+  slots = static_cast<std::uint32_t>(
+      std::clamp<std::uint64_t>(budget / slot_size, 2, std::max<std::uint32_t>(o.tx_depth, 2)));
+  pd = client.alloc_pd();
+  cq = client.create_cq();
+  for (std::uint32_t i = 0; i < o.qps; ++i) {
+    Qp q;
+    q.memory = client.allocate(slots * slot_size);
+    q.keys = client.reg_mr(pd, q.memory, 0, q.memory.size,
+                           kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead);
+    q.qpn = client.create_qp(pd, cq, cq);
+    QpAttributes a;
+    a.state = QpState::kInit;
+    a.access = kAccessRemoteWrite | kAccessRemoteRead;
+    client.modify_qp(q.qpn, a);
+    qps.push_back(q);
+  }
+}
+
+std::string Endpoint::describe() const {
+  std::string out = client.gids().front();
+  for (const Qp& q : qps) {
+    out += fmt::format(" {}:{}:{}", q.qpn, q.keys.rkey,
+                       reinterpret_cast<std::uint64_t>(q.memory.data));
+  }
+  return out;
+}
+
+void Endpoint::connect(const std::string& description) {
+  std::istringstream in(description);
+  in >> remote_gid;
+  std::string item;
+  while (in >> item) {
+    RemoteQp r;
+    if (std::sscanf(item.c_str(), "%u:%u:%lu", &r.qpn, &r.rkey, &r.vaddr) != 3) {
+      throw std::runtime_error("malformed QP description from the peer: " + item);
+    }
+    remote.push_back(r);
+  }
+  if (remote.size() != qps.size()) {
+    throw std::runtime_error("the peer has a different number of QPs");
+  }
+  for (std::size_t i = 0; i < qps.size(); ++i) {
+    QpAttributes a;
+    a.state = QpState::kRtr;
+    a.remote_gid = remote_gid;
+    a.remote_qpn = remote[i].qpn;
+    client.modify_qp(qps[i].qpn, a);
+    a.state = QpState::kRts;
+    a.rnr_retry = 7;
+    a.rnr_delay = std::chrono::microseconds(20);
+    client.modify_qp(qps[i].qpn, a);
+    if (!first_rts) {
+      first_rts = SteadyClock::now();
+    }
+  }
+}
+
+std::byte* Endpoint::slot(std::uint32_t qp, std::uint64_t index) {
+  return qps[qp].memory.data + (index % slots) * slot_size;
+}
+
+std::uint64_t Endpoint::remote_slot(std::uint32_t qp, std::uint64_t index) const {
+  return remote[qp].vaddr + (index % slots) * slot_size;
+}
+
+std::optional<ShmClient::Completion> Endpoint::next(int timeout_seconds, const char* side,
+                                                    const StopRequested& stop) {
+  ShmClient::Completion c;
+  const auto attempt = [&](std::chrono::milliseconds within) {
+    while (client.poll_cq(cq, {&c, 1}) == 0) {
+      if (!client.wait(spin_window(), within)) {
+        return false;
+      }
+    }
+    return true;
+  };
+  if (!wait_sliced(
+          attempt, timeout_seconds, stop,
+          fmt::format("Timed out: no completion for {} s at the {}", timeout_seconds, side))) {
+    return std::nullopt;
+  }
+  if (!c.ok()) {
+    throw std::runtime_error(fmt::format("Completion with error at {}: {} (status {}), wr_id {}",
+                                         side, status_text(c.status), c.status, c.wr_id));
+  }
+  return c;
+}
+
+bool Endpoint::wait_for(const std::function<bool()>& arrived, int timeout_seconds,
+                        const StopRequested& stop) {
+  const auto attempt = [&](std::chrono::milliseconds within) {
+    return client.wait_until(arrived, spin_window(), within);
+  };
+  return wait_sliced(attempt, timeout_seconds, stop, "Timed out waiting for the peer's RDMA WRITE");
+}
+
+void Endpoint::post_recv_slot(std::uint32_t qp, std::uint64_t id, std::uint64_t slot_index) {
+  client.post_recv(qps[qp].qpn, {id,
+                                 {reinterpret_cast<std::uint64_t>(slot(qp, slot_index)),
+                                  static_cast<std::uint32_t>(slot_size), qps[qp].keys.lkey}});
+}
+
+bool server_receives(const PerfOptions& o) {
+  return o.mode == Mode::kBandwidth &&
+         (o.verb == Verb::kSend || (o.verb == Verb::kWrite && o.verify));
+}
+
+std::uint64_t receive_budget(const PerfOptions& o) {
+  return o.duration_seconds > 0 ? std::numeric_limits<std::uint64_t>::max() : o.iterations;
+}
+
+void post_message(Endpoint& e, const PerfOptions& o, std::uint32_t q, std::uint64_t seq,
+                  std::uint64_t size) {
+  std::byte* local = e.slot(q, seq);
+  SendWr wr;
+  wr.wr_id = wr_id(q, seq);
+  wr.sge = {reinterpret_cast<std::uint64_t>(local), static_cast<std::uint32_t>(size),
+            e.qps[q].keys.lkey};
+  wr.remote_addr = e.remote_slot(q, seq);
+  wr.rkey = e.remote[q].rkey;
+  wr.imm = static_cast<std::uint32_t>(seq);
+  if (o.verb == Verb::kSend) {
+    wr.opcode = SendOpcode::kSend;
+  } else if (o.verb == Verb::kWrite) {
+    wr.opcode = o.verify ? SendOpcode::kRdmaWriteWithImm : SendOpcode::kRdmaWrite;
+  } else {
+    wr.opcode = SendOpcode::kRdmaRead;
+  }
+  if (o.verify) {
+    if (o.verb == Verb::kRead) {
+      std::memset(local, 0xee, size);
+    } else {
+      fill(local, size, seq, q);
+    }
+  }
+  e.client.post_send(e.qps[q].qpn, wr);
+}
+
+void take_receive(Endpoint& e, const PerfOptions& o, std::uint64_t size,
+                  const ShmClient::Completion& c, std::vector<std::uint64_t>& next_recv) {
+  const std::uint32_t q = wr_qp(c.wr_id);
+  const std::uint64_t seq = wr_seq(c.wr_id);
+  if (c.byte_len != size) {
+    throw std::runtime_error(
+        fmt::format("Data verification failed: received {} bytes, expected {}", c.byte_len, size));
+  }
+  if (o.verify) {
+    // A WRITE with immediate lands in the slot its sequence number names (modulo 2^32).
+    const std::uint64_t data_seq = o.verb == Verb::kWrite ? c.imm : seq;
+    check(e.slot(q, data_seq), size, data_seq, q,
+          o.verb == Verb::kWrite ? "RDMA WRITE data" : "SEND data");
+  }
+  if (next_recv[q] < receive_budget(o)) {
+    const std::uint64_t n = next_recv[q]++;
+    e.post_recv_slot(q, wr_id(q, n), n);
+  }
+}
+
+PingPong::PingPong(Endpoint& e, const PerfOptions& o, std::uint64_t size, bool client)
+    : e_(e), o_(o), size_(size), client_(client), out_(e.slot(0, 0)), in_(e.slot(0, 1)) {
+  if (o.verb == Verb::kWrite) {
+    e.client.watch_writes(in_ + size - 1, 1);  // the marker byte
+  }
+}
+
+namespace {
+
+std::byte marker_for(std::uint64_t i) {
+  return static_cast<std::byte>(i % 255 + 1);
+}
+
+}  // namespace
+
+void PingPong::post(SendOpcode op, std::uint64_t id, std::uint64_t remote_addr) {
+  SendWr wr;
+  wr.wr_id = id;
+  wr.opcode = op;
+  wr.sge = {reinterpret_cast<std::uint64_t>(out_), static_cast<std::uint32_t>(size_),
+            e_.qps[0].keys.lkey};
+  wr.remote_addr = remote_addr;
+  wr.rkey = e_.remote[0].rkey;
+  e_.client.post_send(e_.qps[0].qpn, wr);
+}
+
+std::optional<double> PingPong::exchange(std::uint64_t i, const StopRequested& stop) {
+  const auto t0 = SteadyClock::now();
+  if (o_.verb == Verb::kRead) {
+    if (o_.verify) {
+      std::memset(out_, 0xee, size_);
+    }
+    post(SendOpcode::kRdmaRead, i, e_.remote_slot(0, 0));
+    if (!e_.next(o_.timeout_seconds, "client", stop)) {
+      return std::nullopt;
+    }
+    if (o_.verify) {
+      check(out_, size_, 0, 0, "READ data");
+    }
+    return usec_between(t0, SteadyClock::now());
+  }
+  if (client_) {
+    transmit(i);
+    if (!receive(i, stop)) {
+      return std::nullopt;
+    }
+  } else {
+    if (!receive(i, stop)) {
+      return std::nullopt;
+    }
+    transmit(i);
+  }
+  return usec_between(t0, SteadyClock::now()) / 2;  // one way, as perftest
+}
+
+bool PingPong::receive(std::uint64_t i, const StopRequested& stop) {
+  const char* side = client_ ? "client" : "server";
+  if (o_.verb == Verb::kSend) {
+    while (true) {
+      const auto c = e_.next(o_.timeout_seconds, side, stop);
+      if (!c) {
+        return false;
+      }
+      // Our own SEND completions are skipped here (draining them elsewhere could swallow the
+      // next receive).
+      if (c->opcode == static_cast<std::uint8_t>(WcOpcode::kRecv)) {
+        e_.post_recv_slot(0, 1000000 + i + 1, 1);
+        break;
+      }
+    }
+  } else {
+    // The byte of registered memory the peer's RDMA WRITE sets, as perftest's write_lat polls
+    // it. The byte is watched (ShmClient::watch_writes), so after the spin window the client
+    // blocks and the instance wakes it when the WRITE lands, exactly as for a completion.
+    std::byte* p = in_ + size_ - 1;
+    const std::byte marker = marker_for(i);
+    const auto arrived = [p, marker] {
+      return std::atomic_ref<std::byte>(*p).load(std::memory_order_acquire) == marker;
+    };
+    if (!e_.wait_for(arrived, o_.timeout_seconds, stop)) {
+      return false;
+    }
+    ShmClient::Completion drained[16];
+    e_.client.poll_cq(e_.cq, drained);  // WRITE completions: nothing to wait for
+  }
+  if (o_.verify) {
+    check(in_, o_.verb == Verb::kWrite ? size_ - 1 : size_, i, 0, "ping-pong data");
+  }
+  return true;
+}
+
+void PingPong::transmit(std::uint64_t i) {
+  if (o_.verify) {
+    fill(out_, size_, i, 0);
+  }
+  if (o_.verb == Verb::kWrite) {
+    out_[size_ - 1] = marker_for(i);
+    post(SendOpcode::kRdmaWrite, i, e_.remote_slot(0, 1));
+  } else {
+    post(SendOpcode::kSend, i, 0);
+  }
+}
+
+}  // namespace ernic::emu::perf
