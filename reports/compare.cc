@@ -9,6 +9,7 @@
 #include <map>
 #include <tuple>
 
+#include "history/distribution.h"
 #include "history/statistics.h"
 #include "markup.h"
 #include "record_points.h"
@@ -30,6 +31,9 @@ struct Samples {
   std::string unit;
   int direction = 0;
   std::vector<double> values;
+  // The per-iteration or per-interval distributions behind the values (records that kept them).
+  std::vector<Distribution> distributions;
+  std::string distribution_kind;
 };
 
 bool usable_baseline(const RunEntry& run) {
@@ -54,6 +58,12 @@ void collect(const RunIndex& index, const RunEntry& run, bool use_points,
         samples.unit = metric_unit(point, metric);
         samples.direction = metric_direction(point, metric);
         samples.values.insert(samples.values.end(), values.begin(), values.end());
+        if (std::string kind = distribution_of_metric(metric); !kind.empty()) {
+          samples.distribution_kind = kind;
+          for (const Distribution* distribution : point.distributions(kind)) {
+            samples.distributions.push_back(*distribution);
+          }
+        }
       }
     }
     return;
@@ -82,6 +92,40 @@ void collect(const RunIndex& index, const RunEntry& run, bool use_points,
       samples.values.push_back(value);
     }
   }
+}
+
+struct DistributionTest {
+  std::string text;
+  bool significant = false;
+};
+
+// Too few repetitions for a rank test on them: test the pooled per-iteration (or per-interval)
+// values of the run against those of the baseline runs instead. Values of one run are not
+// independent (a run-to-run shift of a few percent is "significant" with thousands of them), so
+// the test only guards against noise and the change of the pooled medians, which must exceed the
+// threshold in the direction of the figures' change, decides.
+DistributionTest distribution_test(const Samples& current, const Samples& baseline,
+                                   double change_percent, const CompareOptions& options) {
+  auto pointers = [](const std::vector<Distribution>& list) {
+    std::vector<const Distribution*> out;
+    for (const auto& d : list) {
+      out.push_back(&d);
+    }
+    return out;
+  };
+  std::vector<double> a = pooled_draws(pointers(current.distributions));
+  std::vector<double> b = pooled_draws(pointers(baseline.distributions));
+  auto test = mann_whitney_u(a, b);
+  double median_b = median(b);
+  double pooled_change = median_b == 0 ? 0 : 100 * (median(a) - median_b) / std::fabs(median_b);
+  const char* per = current.distribution_kind == kBandwidthDistribution ? "interval" : "iteration";
+  DistributionTest out;
+  out.text = fmt::format("per-{}, Mann-Whitney, n={} vs {}, p={}, medians {:+.1f} %", per, a.size(),
+                         b.size(), test ? format_figure(test->p_value, 2) : "-", pooled_change);
+  out.significant = test && test->p_value < options.alpha &&
+                    std::fabs(pooled_change) > options.threshold_percent &&
+                    pooled_change * change_percent > 0;
+  return out;
 }
 
 const RunEntry* find_run(const RunIndex& index, const std::string& run_id) {
@@ -193,6 +237,10 @@ Comparison compare_runs(const RunIndex& index, const CompareOptions& options) {
       auto test = mann_whitney_u(row.current, row.baseline);
       row.test = fmt::format("U test p={}", format_figure(test->p_value, 2));
       significant = test->p_value < options.alpha;
+    } else if (!samples.distributions.empty() && !it->second.distributions.empty()) {
+      auto test = distribution_test(samples, it->second, row.change_percent, options);
+      row.test = test.text;
+      significant = test.significant;
     } else if (row.current.size() >= kMinimumSamples && row.baseline.size() >= kMinimumSamples) {
       row.test = "3+ samples each side";
       significant = true;
@@ -260,8 +308,9 @@ std::string render_comparison(const Comparison& comparison, const CompareOptions
       std::count_if(comparison.rows.begin(), comparison.rows.end(),
                     [](const auto& r) { return r.verdict == Verdict::kRegression; });
   fmt::format_to(it,
-                 "{} regression(s) beyond {} % (significance: Mann-Whitney U at {}, else at least "
-                 "3 samples each side)\n",
+                 "{} regression(s) beyond {} % (significance: Mann-Whitney U at {} on the "
+                 "repetitions, else on the pooled per-iteration or per-interval values with their "
+                 "medians beyond the threshold too, else at least 3 samples each side)\n",
                  regressions, format_figure(options.threshold_percent),
                  format_figure(options.alpha));
   return out;

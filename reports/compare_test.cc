@@ -4,7 +4,10 @@
 #include <catch2/catch.hpp>
 #include <random>
 
+#include "history/distribution.h"
 #include "history/history_file.h"
+#include "history/history_record.h"
+#include "history/statistics.h"
 #include "test_support/fixtures.h"
 
 using namespace ernic::reports;
@@ -110,6 +113,7 @@ TEST_CASE("too few samples is never a regression") {
   auto comparison = compare_runs(index_histories({file}), {});
   REQUIRE(comparison.rows.size() == 1);
   CHECK(comparison.rows[0].verdict == Verdict::kTooFewSamples);
+  CHECK(comparison.rows[0].test == "1 vs 2 samples");  // no distributions to test instead
 }
 
 TEST_CASE("named run and baseline; bad input is an error") {
@@ -141,4 +145,78 @@ TEST_CASE("rocm-ernic records compare their series, one value per run") {
   }
   auto text = render_comparison(comparison, {});
   CHECK(text.find("series.latency[64 KiB]") != std::string::npos);
+}
+
+namespace {
+
+// Six quickstart records of one runner class with one repetition per point, as `ernicctl run`
+// writes them with perftest -H: send_lat 4 KiB with 1000 per-iteration latencies (log-normal,
+// about 10 % spread, a run-to-run shift of about 2 %) and the point's figure, their median.
+// The newest run's latencies are scaled by `last_factor`.
+std::filesystem::path write_single_repetition_runs(const TempDir& dir, double last_factor) {
+  auto file = dir / "history.jsonl";
+  std::mt19937 rng(12);
+  std::normal_distribution<double> run_shift(1.0, 0.02);
+  for (int r = 0; r < 6; ++r) {
+    double scale = run_shift(rng) * (r == 5 ? last_factor : 1.0);
+    std::lognormal_distribution<double> iteration(std::log(12.0 * scale), 0.1);
+    std::vector<double> latencies;
+    for (int i = 0; i < 1000; ++i) {
+      latencies.push_back(iteration(rng));
+    }
+    auto distribution = ernic::Distribution::of(latencies);
+    auto point = testing::make_point("lat[verb=send,size=4096]", "perftest",
+                                     {{"verb", "send"}, {"mode", "lat"}, {"size", "4096"}},
+                                     "lat_typical_us", "us", "lower", {ernic::median(latencies)});
+    point["samples"][0]["distributions"] = {{ernic::kLatencyDistribution, distribution}};
+    ernic::append_history_record(
+        file, testing::make_record(std::to_string(700 + r),
+                                   fmt::format("2026-11-{:02} 03:00:00 UTC", r + 1), "self-hosted",
+                                   nlohmann::json::array({point})));
+  }
+  return file;
+}
+
+}  // namespace
+
+TEST_CASE("one repetition against five: the gate tests the pooled per-iteration latencies") {
+  TempDir dir;
+  auto file = write_single_repetition_runs(dir, 1.3);
+  auto comparison = compare_runs(index_histories({file}), {});
+  const auto* lat = row_for(comparison, "lat_typical_us");
+  REQUIRE(lat);
+  CHECK(lat->current.size() == 1);
+  CHECK(lat->baseline.size() == 5);
+  CHECK(lat->change_percent == Approx(30).margin(5));
+  INFO(lat->test);
+  CHECK_THAT(lat->test, Catch::StartsWith("per-iteration, Mann-Whitney, n=1000 vs 5000"));
+  CHECK(lat->verdict == Verdict::kRegression);
+  CHECK(comparison.has_regression());
+  auto text = render_comparison(comparison, {});
+  CHECK(text.find("per-iteration, Mann-Whitney") != std::string::npos);
+
+  // The command exits 1 on it.
+  auto gate = testing::run_ernicctl("compare " + file.string() + " --gate");
+  CHECK(gate.exit_code == 1);
+  CHECK(gate.out.find("REGRESSION") != std::string::npos);
+}
+
+TEST_CASE("one repetition against five: 5 % is noise however many iterations agree") {
+  TempDir dir;
+  auto file = write_single_repetition_runs(dir, 1.05);
+  auto comparison = compare_runs(index_histories({file}), {});
+  const auto* lat = row_for(comparison, "lat_typical_us");
+  REQUIRE(lat);
+  INFO(lat->test);
+  CHECK_THAT(lat->test, Catch::StartsWith("per-iteration, Mann-Whitney"));
+  CHECK(lat->verdict == Verdict::kWithinThreshold);
+  CHECK_FALSE(comparison.has_regression());
+  CHECK(testing::run_ernicctl("compare " + file.string() + " --gate").exit_code == 0);
+
+  // The pooled test alone calls this few-percent shift significant (6000 values): with a 1 %
+  // threshold it is flagged. The effect-size floor is what keeps noise out, not the p-value.
+  CompareOptions strict;
+  strict.threshold_percent = 1;
+  auto strict_comparison = compare_runs(index_histories({file}), strict);
+  CHECK(row_for(strict_comparison, "lat_typical_us")->verdict == Verdict::kRegression);
 }

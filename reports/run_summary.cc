@@ -59,9 +59,10 @@ double point_seconds(const PointRecord& point) {
   return total;
 }
 
-std::string medians_text(const PointRecord& point, const char* separator, const char* form) {
+std::string medians_text(const PointRecord& point, const std::vector<std::string>& metrics,
+                         const char* separator, const char* form) {
   std::string out;
-  for (const auto& metric : point.measured_metrics()) {
+  for (const auto& metric : metrics) {
     if (auto value = point.median(metric)) {
       std::string unit = metric_unit(point, metric);
       out += fmt::format(fmt::runtime(form), out.empty() ? "" : separator, metric,
@@ -69,6 +70,43 @@ std::string medians_text(const PointRecord& point, const char* separator, const 
     }
   }
   return out;
+}
+
+// Rung 1 (the hosts' T_init), then one table per rung of the points' figures: figures of
+// different rungs never share a table (methodology item 6).
+void render_rung_tables(const HistoryRecord& record, const std::vector<PointView>& points,
+                        std::string& out) {
+  auto it = std::back_inserter(out);
+  std::string hosts;
+  for (const auto& host : ernicctl_part(record).hosts) {
+    if (host.t_init_s) {
+      hosts += fmt::format("| {} | {} | {} |\n", code(host.name), cell(host.provider),
+                           format_figure(*host.t_init_s));
+    }
+  }
+  if (!hosts.empty()) {
+    fmt::format_to(it, "### {}\n\n| Host | Provider | T_init (s) |\n|---|---|---|\n{}\n",
+                   rung_label(kTInitRung), hosts);
+  }
+  for (Rung rung : kAllRungs) {
+    std::string rows;
+    for (const auto& point : points) {
+      const PointRecord& record_point = *point.record;
+      if (rung == kTInitRung || !shows_in_rung(record_point, rung)) {
+        continue;
+      }
+      std::string medians =
+          medians_text(record_point, metrics_of_rung(record_point, rung), ", ", "{}{} {}{}{}");
+      std::size_t samples = record_point.samples.size();
+      rows += fmt::format("| {} | {} | {}{} |\n", code(point.id()), status_mark(point.status()),
+                          cell(medians.empty() ? "\u2013" : medians),
+                          samples > 1 ? fmt::format(" (n={})", samples) : "");
+    }
+    if (!rows.empty()) {
+      fmt::format_to(it, "### {}\n\n| Point | Status | Medians |\n|---|---|---|\n{}\n",
+                     rung_label(rung), rows);
+    }
+  }
 }
 
 }  // namespace
@@ -113,17 +151,7 @@ std::string render_markdown_summary(const HistoryRecord& record) {
   PointCounts counts = count_points(record);
   fmt::format_to(it, "{} points: {} passed, {} failed, {} skipped.\n\n", counts.points,
                  counts.passed, counts.failed, counts.skipped);
-  if (!points.empty()) {
-    out += "| Point | Status | Medians |\n|---|---|---|\n";
-    for (const auto& point : points) {
-      std::string medians = medians_text(*point.record, ", ", "{}{} {}{}{}");
-      std::size_t samples = point.record->samples.size();
-      fmt::format_to(it, "| {} | {} | {}{} |\n", code(point.id()), status_mark(point.status()),
-                     cell(medians.empty() ? "\u2013" : medians),
-                     samples > 1 ? fmt::format(" (n={})", samples) : "");
-    }
-    out += "\n";
-  }
+  render_rung_tables(record, points, out);
   if (counts.failed > 0) {
     out += "### Failures\n\n";
     for (const auto& point : points) {
@@ -197,7 +225,7 @@ std::string render_junit(const HistoryRecord& record) {
                      escape_markup(reason), escape_markup(p.status.empty() ? "failed" : p.status),
                      escape_markup(reason), log.empty() ? "" : escape_markup("\nlog: " + log));
     }
-    std::string output = medians_text(p, "", "{}{} median {}{}{}\n");
+    std::string output = medians_text(p, p.measured_metrics(), "", "{}{} median {}{}{}\n");
     for (const auto& [role, command] : p.commands) {
       output += fmt::format("{}: {}\n", role, command);
     }

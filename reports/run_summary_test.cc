@@ -1,6 +1,7 @@
 #include "run_summary.h"
 
 #include <catch2/catch.hpp>
+#include <map>
 
 #include "test_support/fixtures.h"
 #include "test_support/xml_check.h"
@@ -81,4 +82,35 @@ TEST_CASE("JUnit: a run that did not pass without a failed point still fails") {
   REQUIRE_FALSE(testing::xml_error(xml));
   CHECK(testing::xpath_values(xml, "//testcase[@name='run']/failure/@message") ==
         std::vector<std::string>{"interrupted (SIGINT) "});
+}
+
+TEST_CASE("markdown summary: one table per rung, each with that rung's figures only", "[rung]") {
+  auto markdown = render_markdown_summary(testing::make_ladder_record("80"));
+  // the text of each "### Rung ..." section
+  std::map<std::string, std::string> sections;
+  for (std::size_t at = markdown.find("### "); at != std::string::npos;) {
+    std::size_t next = markdown.find("### ", at + 4);
+    std::string section = markdown.substr(at + 4, next - at - 4);
+    sections[section.substr(0, section.find('\n'))] = section;
+    at = next;
+  }
+  REQUIRE(sections.size() == 5);
+  CHECK(sections["Rung 1: init"].find("| `server` | netns | 0.02 |") != std::string::npos);
+  const std::string& runtime = sections["Rung 2: runtime-start"];
+  CHECK(runtime.find("| `bw[verb=send,size=4096]` | \u2705 passed | time_to_first_rts_ms 13 ms "
+                     "(n=2) |") != std::string::npos);
+  CHECK(runtime.find("bw_avg_GBs") == std::string::npos);
+  const std::string& execution = sections["Rung 3: execution"];
+  CHECK(
+      execution.find("| `bw[verb=send,size=4096]` | \u2705 passed | bw_avg_GBs 3.1 GB/s (n=2) |") !=
+      std::string::npos);
+  CHECK(execution.find("lat_typical_us 5 us") != std::string::npos);
+  for (const char* elsewhere : {"time_to_first_rts_ms", "soak[", "tenants[", "lat-loaded["}) {
+    CHECK(execution.find(elsewhere) == std::string::npos);
+  }
+  CHECK(sections["Rung 4: sustained"].find("`soak[verb=send,size=4096]`") != std::string::npos);
+  const std::string& tenants = sections["Rung 5: multi-tenant"];
+  CHECK(tenants.find("bw_avg_GBs 1.45 GB/s, jain_index 0.998 (n=2)") != std::string::npos);
+  CHECK(tenants.find("lat-loaded[") != std::string::npos);
+  CHECK(tenants.find("soak[") == std::string::npos);
 }

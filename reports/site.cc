@@ -42,6 +42,8 @@ constexpr SeriesSpec kSeriesSpecs[] = {
      "s-nvmeof"},
 };
 
+constexpr Rung kTrendRung = Rung::kExecution;
+
 constexpr const char* kStyle = R"css(
 :root{color-scheme:light dark;--bg:#ffffff;--fg:#1b1b1f;--muted:#5f6368;--rule:#d8d8de;
 --panel:#f7f7f9;--link:#1a5fb4;--bad:#b42318;--c-bandwidth:#1f6fd1;--c-latency:#c2410c;
@@ -198,6 +200,10 @@ class PageWriter : PagePart {
                    "on the left. Each chart is one size on its own y scale; each point links to "
                    "the run that produced it.</p>\n",
                    all.size(), charted.size());
+    // The trend series hold execution points only (the record publishes no other rung's), so
+    // every chart is of rung 3.
+    fmt::format_to(out_, "<p class=\"note\">Trend charts: {} figures.</p>\n",
+                   escape_markup(rung_label(kTrendRung)));
     for (const auto& spec : kSeriesSpecs) {
       render_series(name, spec, charted);
     }
@@ -244,6 +250,7 @@ class PageWriter : PagePart {
           fmt::format("{}, {} is better", spec.unit, spec.higher_better ? "higher" : "lower");
       chart.x_label = "runs, oldest to newest (commit sha)";
       chart.css_class = spec.css_class;
+      chart.rung = kTrendRung;
       for (const auto* run : runs) {
         const auto& entry = index_.runs[run->index];
         ChartPoint point;

@@ -75,43 +75,72 @@ class RunDetails : PagePart {
   }
 
  private:
+  // One table per rung: a point with figures of two rungs (a runtime-start time beside its
+  // bandwidth) has a row in each, with that rung's figures.
   void render_point_details(const ShownRun& shown) {
     auto points = points_of(*shown.record);
-    if (points.empty()) {
-      return;
-    }
-    out("<table>\n<tr><th class=\"text\">point</th><th class=\"text\">status</th><th>reps</th>"
-        "<th class=\"text\">medians</th><th class=\"text\">commands</th><th "
-        "class=\"text\">log</th></tr>\n");
-    for (const auto& point : points) {
-      const PointRecord& p = *point.record;
-      std::string medians;
-      for (const auto& metric : p.measured_metrics()) {
-        if (auto value = p.median(metric)) {
-          medians +=
-              fmt::format("{}{} = {} {}", medians.empty() ? "" : "<br/>", escape_markup(metric),
-                          format_figure(*value), escape_markup(metric_unit(p, metric)));
+    for (Rung rung : kAllRungs) {
+      std::vector<const PointView*> rows;
+      for (const auto& point : points) {
+        if (shows_in_rung(*point.record, rung)) {
+          rows.push_back(&point);
         }
       }
-      std::string commands;
-      for (const auto& [role, command] : p.commands) {
-        commands += fmt::format("{}{}: <code>{}</code>", commands.empty() ? "" : "<br/>",
-                                escape_markup(role), escape_markup(command));
+      if (rows.empty()) {
+        continue;
       }
-      std::string status = escape_markup(p.status);
-      if (p.reason && !p.reason->empty()) {
-        status += ": " + escape_markup(*p.reason);
+      fmt::format_to(out_,
+                     "<table data-rung=\"{}\">\n<caption>{}</caption>\n<tr><th "
+                     "class=\"text\">point</th><th class=\"text\">status</th><th>reps</th><th "
+                     "class=\"text\">medians</th><th class=\"text\">commands</th><th "
+                     "class=\"text\">log</th></tr>\n",
+                     rung_number(rung), escape_markup(rung_label(rung)));
+      for (const auto* point : rows) {
+        render_point_row(shown, *point, rung);
       }
-      fmt::format_to(
-          out_,
-          "<tr id=\"{}-p{}\"><td class=\"text\">{}</td><td class=\"text{}\">{}</td><td>{}</td>"
-          "<td class=\"text\">{}</td><td class=\"text\">{}</td><td "
-          "class=\"text\"><code>{}</code></td></tr>\n",
-          shown.anchor, point.index, escape_markup(p.id), p.passed() ? "" : " failed", status,
-          p.repetitions ? std::to_string(*p.repetitions) : std::string(), medians, commands,
-          escape_markup(p.log_paths()));
+      out("</table>\n");
     }
-    out("</table>\n");
+  }
+
+  // The table that holds a point's anchor: its own rung's, else the first it shows in.
+  static Rung anchor_rung(const PointRecord& point) {
+    Rung own = point_rung(point);
+    for (Rung rung : kAllRungs) {
+      if (shows_in_rung(point, own) ? rung == own : shows_in_rung(point, rung)) {
+        return rung;
+      }
+    }
+    return own;
+  }
+
+  void render_point_row(const ShownRun& shown, const PointView& point, Rung rung) {
+    const PointRecord& p = *point.record;
+    std::string medians;
+    for (const auto& metric : metrics_of_rung(p, rung)) {
+      if (auto value = p.median(metric)) {
+        medians +=
+            fmt::format("{}{} = {} {}", medians.empty() ? "" : "<br/>", escape_markup(metric),
+                        format_figure(*value), escape_markup(metric_unit(p, metric)));
+      }
+    }
+    std::string commands;
+    for (const auto& [role, command] : p.commands) {
+      commands += fmt::format("{}{}: <code>{}</code>", commands.empty() ? "" : "<br/>",
+                              escape_markup(role), escape_markup(command));
+    }
+    std::string status = escape_markup(p.status);
+    if (p.reason && !p.reason->empty()) {
+      status += ": " + escape_markup(*p.reason);
+    }
+    std::string anchor =
+        rung == anchor_rung(p) ? fmt::format(" id=\"{}-p{}\"", shown.anchor, point.index) : "";
+    fmt::format_to(out_,
+                   "<tr{}><td class=\"text\">{}</td><td class=\"text{}\">{}</td><td>{}</td>"
+                   "<td class=\"text\" data-rung=\"{}\">{}</td><td class=\"text\">{}</td><td "
+                   "class=\"text\"><code>{}</code></td></tr>\n",
+                   anchor, escape_markup(p.id), p.passed() ? "" : " failed", status,
+                   p.repetitions ? std::to_string(*p.repetitions) : std::string(),
+                   rung_number(rung), medians, commands, escape_markup(p.log_paths()));
   }
 };
 

@@ -38,11 +38,13 @@ class RunTables : PagePart {
     std::size_t count = std::min(options_.table_runs, shown.size());
     constexpr std::uint64_t kTracked[] = {4096, 65536, 1048576};
     fmt::format_to(out_,
-                   "<h3 id=\"{}-last\">Last {} runs (newest first)</h3>\n<table>\n<tr><th "
+                   "<h3 id=\"{}-last\">Last {} runs (newest first)</h3>\n<p class=\"note\">The "
+                   "trend figures of {}.</p>\n<table data-rung=\"{}\">\n<tr><th "
                    "class=\"text\">run</th><th class=\"text\">commit</th><th "
                    "class=\"text\">generated</th><th class=\"text\">node</th><th "
                    "class=\"text\">scenario</th><th class=\"text\">status</th>",
-                   class_anchor(runner), count);
+                   class_anchor(runner), count, rung_label(Rung::kExecution),
+                   rung_number(Rung::kExecution));
     for (auto size : kTracked) {
       fmt::format_to(out_, "<th>send bw {}<br/>GB/s</th>", size_label(size));
     }
@@ -82,8 +84,10 @@ class RunTables : PagePart {
     }
     std::string href = fmt::format("#{}-p{}", run.anchor, point->index);
     if (point->status() != "passed") {
-      return fmt::format("<td class=\"failed\"><a href=\"{}\" title=\"{}\">{}</a></td>", href,
-                         escape_markup(point->reason()), escape_markup(point->status()));
+      return fmt::format(
+          "<td class=\"failed\" data-rung=\"{}\"><a href=\"{}\" title=\"{}\">{}</a></td>",
+          rung_number(point_rung(*point->record)), href, escape_markup(point->reason()),
+          escape_markup(point->status()));
     }
     std::optional<double> value = point->record->median(metric);
     if (!value && use_p99_of_typical) {
@@ -93,7 +97,9 @@ class RunTables : PagePart {
         value = typical->second.p99;
       }
     }
-    return fmt::format("<td><a href=\"{}\">{}</a></td>", href, format_optional(value));
+    return fmt::format("<td data-rung=\"{}\"><a href=\"{}\">{}</a></td>",
+                       rung_number(metric_rung(*point->record, metric)), href,
+                       format_optional(value));
   }
 
   void render_newest(const std::string& runner, const std::vector<ShownRun>& shown) {
@@ -128,17 +134,74 @@ class RunTables : PagePart {
       out("<p class=\"note\">Newer runs of this class have no points; these tables are from the "
           "newest run that has.</p>\n");
     }
+    out("<p class=\"note\">Figures are grouped by their rung of the evaluation ladder and "
+        "claimed per rung, never across: no table holds figures of two rungs.</p>\n");
     auto points = points_of(record);
-    render_verb_table(*newest, points, PointKind::kBandwidth,
-                      "Bandwidth (median over repetitions, GB/s)",
-                      {{"bw_avg_GBs", "avg"}, {"bw_peak_GBs", "peak"}});
-    render_verb_table(*newest, points, PointKind::kLatency,
-                      "Latency (median over repetitions, \u00b5s)",
-                      {{"lat_typical_us", "typical"}, {"lat_p99_us", "p99"}});
-    render_other_points(*newest, points);
-    render_repeatability(*newest, points);
-    render_ab_pairs(*newest, record, points);
-    render_t_init(*newest, record);
+    render_t_init(runner, *newest, record);
+    for (Rung rung : kAllRungs) {
+      std::vector<PointView> of_rung;
+      for (const auto& point : points) {
+        if (rung != kTInitRung && shows_in_rung(*point.record, rung)) {
+          of_rung.push_back(point);
+        }
+      }
+      if (of_rung.empty()) {
+        continue;
+      }
+      rung_heading(runner, rung);
+      if (rung == Rung::kExecution) {
+        render_verb_table(*newest, of_rung, PointKind::kBandwidth,
+                          "Bandwidth (median over repetitions, GB/s)",
+                          {{"bw_avg_GBs", "avg"}, {"bw_peak_GBs", "peak"}});
+        render_verb_table(*newest, of_rung, PointKind::kLatency,
+                          "Latency (median over repetitions, \u00b5s)",
+                          {{"lat_typical_us", "typical"}, {"lat_p99_us", "p99"}});
+        render_other_points(*newest, of_rung);
+      } else {
+        render_figures(*newest, of_rung, rung);
+      }
+      render_repeatability(*newest, of_rung, rung);
+      render_ab_pairs(*newest, record, points, rung);
+    }
+    render_ab_pairs_across_rungs(*newest, record, points);
+  }
+
+  void rung_heading(const std::string& runner, Rung rung) {
+    fmt::format_to(out_, "<h4 class=\"rung\" id=\"{}-rung-{}\">{}</h4>\n", class_anchor(runner),
+                   rung_number(rung), escape_markup(rung_label(rung)));
+  }
+
+  static std::string table_open(Rung rung) {
+    return fmt::format("<table data-rung=\"{}\">\n", rung_number(rung));
+  }
+
+  // point | metric | median | unit
+  std::string figure_row(const ShownRun& run, const PointView& point, const std::string& metric) {
+    return fmt::format(
+        "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td>{}<td "
+        "class=\"text\">{}</td></tr>\n",
+        escape_markup(point.id()), escape_markup(metric), point_cell(run, &point, metric),
+        escape_markup(metric_unit(*point.record, metric)));
+  }
+
+  // A rung's figures one per row: point, metric, median, unit (rungs 2, 4 and 5, whose points
+  // do not fill the verb and size grid).
+  void render_figures(const ShownRun& run, const std::vector<PointView>& points, Rung rung) {
+    fmt::format_to(
+        out_,
+        "<h5>Figures (median over repetitions)</h5>\n{}<tr><th class=\"text\">point</th>"
+        "<th class=\"text\">metric</th><th>median</th><th class=\"text\">unit</th></tr>\n",
+        table_open(rung));
+    for (const auto& point : points) {
+      auto metrics = metrics_of_rung(*point.record, rung);
+      if (metrics.empty()) {
+        metrics.push_back(primary_metric(*point.record));  // a failed point: its status
+      }
+      for (const auto& metric : metrics) {
+        out(figure_row(run, point, metric));
+      }
+    }
+    out("</table>\n");
   }
 
   void render_verb_table(const ShownRun& run, const std::vector<PointView>& points, PointKind kind,
@@ -155,8 +218,8 @@ class RunTables : PagePart {
     if (sizes.empty()) {
       return;
     }
-    fmt::format_to(out_, "<h4>{}</h4>\n<table>\n<tr><th class=\"text\" rowspan=\"2\">size</th>",
-                   title);
+    fmt::format_to(out_, "<h5>{}</h5>\n{}<tr><th class=\"text\" rowspan=\"2\">size</th>", title,
+                   table_open(Rung::kExecution));
     const char* verbs[] = {"send", "write", "read"};
     for (const char* verb : verbs) {
       fmt::format_to(out_, "<th colspan=\"{}\">{}</th>", metrics.size(), verb);
@@ -192,33 +255,29 @@ class RunTables : PagePart {
     if (!any) {
       return;
     }
-    out("<h4>TCP and other points</h4>\n");
+    out("<h5>TCP and other points</h5>\n");
     if (auto tcp = entry.badge(Badge::kTcp)) {
       fmt::format_to(out_, "<p>TCP figure (badges.tcp_bw_GBs): <strong>{} GB/s</strong></p>\n",
                      format_figure(*tcp));
     }
-    out("<table>\n<tr><th class=\"text\">point</th><th class=\"text\">metric</th><th>median</th>"
+    out(table_open(Rung::kExecution));
+    out("<tr><th class=\"text\">point</th><th class=\"text\">metric</th><th>median</th>"
         "<th class=\"text\">unit</th></tr>\n");
     for (const auto& point : points) {
       if (point.kind == PointKind::kBandwidth || point.kind == PointKind::kLatency) {
         continue;
       }
-      std::string metric = primary_metric(*point.record);
-      fmt::format_to(out_,
-                     "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td>{}<td "
-                     "class=\"text\">{}</td></tr>\n",
-                     escape_markup(point.id()), escape_markup(metric),
-                     point_cell(run, &point, metric),
-                     escape_markup(metric_unit(*point.record, metric)));
+      out(figure_row(run, point, primary_metric(*point.record)));
     }
     out("</table>\n");
   }
 
-  void render_repeatability(const ShownRun& run, const std::vector<PointView>& points) {
+  void render_repeatability(const ShownRun& run, const std::vector<PointView>& points, Rung rung) {
     std::vector<std::pair<const PointView*, std::string>> rows;
     for (const auto& point : points) {
       std::string metric = primary_metric(*point.record);
-      if (!metric.empty() && point.record->values(metric).size() >= 2) {
+      if (!metric.empty() && metric_rung(*point.record, metric) == rung &&
+          point.record->values(metric).size() >= 2) {
         rows.emplace_back(&point, metric);
       }
     }
@@ -227,7 +286,9 @@ class RunTables : PagePart {
     }
     std::stable_sort(rows.begin(), rows.end(),
                      [](const auto& a, const auto& b) { return a.first->verb < b.first->verb; });
-    out("<h4>Repeatability over repetitions</h4>\n<table>\n<tr><th class=\"text\">verb</th><th "
+    out("<h5>Repeatability over repetitions</h5>\n");
+    out(table_open(rung));
+    out("<tr><th class=\"text\">verb</th><th "
         "class=\"text\">point</th><th class=\"text\">metric</th><th>n</th><th>min</th><th>max</th>"
         "<th>range</th><th>mean</th><th>relative spread</th></tr>\n");
     for (const auto& [point, metric] : rows) {
@@ -236,9 +297,11 @@ class RunTables : PagePart {
       double range = stats.max - stats.min;
       fmt::format_to(
           out_,
-          "<tr><td class=\"text\">{}</td><td class=\"text\"><a href=\"#{}-p{}\">{}</a></td><td "
+          "<tr data-rung=\"{}\"><td class=\"text\">{}</td><td class=\"text\"><a "
+          "href=\"#{}-p{}\">{}</a></td><td "
           "class=\"text\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</"
           "td></tr>\n",
+          rung_number(metric_rung(*point->record, metric)),
           escape_markup(point->verb.empty() ? "\u2013" : point->verb), run.anchor, point->index,
           escape_markup(point->id()), escape_markup(metric), samples.size(),
           format_figure(stats.min), format_figure(stats.max), format_figure(range),
@@ -250,12 +313,9 @@ class RunTables : PagePart {
         "smaller than the spread are noise.</p>\n");
   }
 
-  void render_ab_pairs(const ShownRun& run, const HistoryRecord& record,
-                       const std::vector<PointView>& points) {
-    const auto& pairs = record.ernicctl->ab_pairs;
-    if (pairs.empty()) {
-      return;
-    }
+  // A pair's points; nullptr for one the run does not have.
+  static std::pair<const PointView*, const PointView*> pair_points(
+      const AbPairRecord& pair, const std::vector<PointView>& points) {
     auto find = [&](const std::string& id) -> const PointView* {
       for (const auto& point : points) {
         if (point.id() == id) {
@@ -264,61 +324,127 @@ class RunTables : PagePart {
       }
       return nullptr;
     };
-    out("<h4>A/B ratios</h4>\n<table>\n<tr><th class=\"text\">pair</th><th "
-        "class=\"text\">metric</th>"
-        "<th class=\"text\">A (baseline)</th><th class=\"text\">B</th><th>median A</th><th>median "
-        "B</th>"
-        "<th>B/A</th><th>spread of B/A</th><th>n</th></tr>\n");
-    for (const auto& pair : pairs) {
-      const std::string& name = pair.name;
-      const std::string& metric = pair.metric;
-      const PointView* a = find(pair.a);
-      const PointView* b = find(pair.b);
-      std::string ratio = "\u2013";
-      std::string spread = "\u2013";
-      std::size_t n = 0;
-      if (a && b) {
-        auto sa = a->record->values(metric);
-        auto sb = b->record->values(metric);
-        auto ma = a->record->median(metric);
-        auto mb = b->record->median(metric);
-        if (ma && mb && *ma != 0) {
-          ratio = format_figure(*mb / *ma, 3);
-        }
-        std::vector<double> ratios;
-        if (!sa.empty() && sa.size() == sb.size()) {
-          // repetitions were interleaved A, B, A, B: pair them by repetition
-          for (std::size_t i = 0; i < sa.size(); ++i) {
-            if (sa[i] != 0) {
-              ratios.push_back(sb[i] / sa[i]);
-            }
-          }
-        }
-        if (!ratios.empty()) {
-          auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
-          spread = fmt::format("{} \u2013 {}", format_figure(*lo, 3), format_figure(*hi, 3));
-          n = ratios.size();
+    return {find(pair.a), find(pair.b)};
+  }
+
+  // The rung of a pair's figures; nullopt when A and B are of different rungs. A pair with
+  // neither point is listed with the execution rung's.
+  static std::optional<Rung> pair_rung(const AbPairRecord& pair,
+                                       const std::vector<PointView>& points) {
+    auto [a, b] = pair_points(pair, points);
+    std::optional<Rung> rung_a =
+        a ? std::optional(metric_rung(*a->record, pair.metric)) : std::nullopt;
+    std::optional<Rung> rung_b =
+        b ? std::optional(metric_rung(*b->record, pair.metric)) : std::nullopt;
+    if (rung_a && rung_b && *rung_a != *rung_b) {
+      return std::nullopt;
+    }
+    return rung_a.value_or(rung_b.value_or(Rung::kExecution));
+  }
+
+  std::string point_link(const ShownRun& run, const PointView* point, const std::string& id) {
+    return point ? fmt::format("<a href=\"#{}-p{}\">{}</a>", run.anchor, point->index,
+                               escape_markup(point->id()))
+                 : escape_markup(id) + " (missing)";
+  }
+
+  struct PairRatio {
+    std::string ratio = "\u2013";
+    std::string spread = "\u2013";
+    std::size_t n = 0;
+  };
+
+  static PairRatio pair_ratio(const PointView* a, const PointView* b, const std::string& metric) {
+    PairRatio out;
+    if (!a || !b) {
+      return out;
+    }
+    auto sa = a->record->values(metric);
+    auto sb = b->record->values(metric);
+    auto ma = a->record->median(metric);
+    auto mb = b->record->median(metric);
+    if (ma && mb && *ma != 0) {
+      out.ratio = format_figure(*mb / *ma, 3);
+    }
+    std::vector<double> ratios;
+    if (!sa.empty() && sa.size() == sb.size()) {
+      // repetitions were interleaved A, B, A, B: pair them by repetition
+      for (std::size_t i = 0; i < sa.size(); ++i) {
+        if (sa[i] != 0) {
+          ratios.push_back(sb[i] / sa[i]);
         }
       }
+    }
+    if (!ratios.empty()) {
+      auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
+      out.spread = fmt::format("{} \u2013 {}", format_figure(*lo, 3), format_figure(*hi, 3));
+      out.n = ratios.size();
+    }
+    return out;
+  }
+
+  // The pairs whose A and B are both of `rung`.
+  void render_ab_pairs(const ShownRun& run, const HistoryRecord& record,
+                       const std::vector<PointView>& points, Rung rung) {
+    std::vector<const AbPairRecord*> pairs;
+    for (const auto& pair : record.ernicctl->ab_pairs) {
+      if (pair_rung(pair, points) == rung) {
+        pairs.push_back(&pair);
+      }
+    }
+    if (pairs.empty()) {
+      return;
+    }
+    out("<h5>A/B ratios</h5>\n");
+    out(table_open(rung));
+    out("<tr><th class=\"text\">pair</th><th class=\"text\">metric</th><th "
+        "class=\"text\">A (baseline)</th><th class=\"text\">B</th><th>median A</th><th>median "
+        "B</th><th>B/A</th><th>spread of B/A</th><th>n</th></tr>\n");
+    for (const auto* pair : pairs) {
+      auto [a, b] = pair_points(*pair, points);
+      PairRatio ratio = pair_ratio(a, b, pair->metric);
       fmt::format_to(
           out_,
           "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td>"
           "<td class=\"text\">{}</td>{}{}<td><strong>{}</strong></td><td>{}</td><td>{}</td></tr>\n",
-          escape_markup(name), escape_markup(metric),
-          a ? fmt::format("<a href=\"#{}-p{}\">{}</a>", run.anchor, a->index,
-                          escape_markup(a->id()))
-            : escape_markup(pair.a) + " (missing)",
-          b ? fmt::format("<a href=\"#{}-p{}\">{}</a>", run.anchor, b->index,
-                          escape_markup(b->id()))
-            : escape_markup(pair.b) + " (missing)",
-          point_cell(run, a, metric), point_cell(run, b, metric), ratio, spread, n);
+          escape_markup(pair->name), escape_markup(pair->metric), point_link(run, a, pair->a),
+          point_link(run, b, pair->b), point_cell(run, a, pair->metric),
+          point_cell(run, b, pair->metric), ratio.ratio, ratio.spread, ratio.n);
     }
     out("</table>\n<p class=\"note\">B/A from medians; the spread is the range of the "
-        "per-repetition "
-        "ratios (A and B measured side by side in the same run).</p>\n");
+        "per-repetition ratios (A and B measured side by side in the same run).</p>\n");
   }
 
-  void render_t_init(const ShownRun& run, const HistoryRecord& record) {
+  // Pairs whose A and B are of different rungs (a latency point alone against the same point
+  // beside bulk tenants): listed, never tabled with either rung's figures.
+  void render_ab_pairs_across_rungs(const ShownRun& run, const HistoryRecord& record,
+                                    const std::vector<PointView>& points) {
+    std::string items;
+    for (const auto& pair : record.ernicctl->ab_pairs) {
+      if (pair_rung(pair, points)) {
+        continue;
+      }
+      auto [a, b] = pair_points(pair, points);
+      auto figure = [&](const PointView* point) {
+        return fmt::format("{} ({}) {} {}", point_link(run, point, ""),
+                           escape_markup(rung_label(metric_rung(*point->record, pair.metric))),
+                           format_optional(point->record->median(pair.metric)),
+                           escape_markup(metric_unit(*point->record, pair.metric)));
+      };
+      items += fmt::format("<li>{}, {}: A {}; B {}; B/A <strong>{}</strong></li>\n",
+                           escape_markup(pair.name), escape_markup(pair.metric), figure(a),
+                           figure(b), pair_ratio(a, b, pair.metric).ratio);
+    }
+    if (!items.empty()) {
+      out("<h4 class=\"rung\">A/B pairs across rungs</h4>\n<p class=\"note\">A and B are of "
+          "different rungs: the ratio is the cost of the step up the ladder, not a figure of "
+          "either rung.</p>\n<ul>\n");
+      out(items);
+      out("</ul>\n");
+    }
+  }
+
+  void render_t_init(const std::string& runner, const ShownRun& run, const HistoryRecord& record) {
     const auto& hosts = record.ernicctl->hosts;
     bool any = false;
     for (const auto& host : hosts) {
@@ -327,19 +453,22 @@ class RunTables : PagePart {
     if (!any) {
       return;
     }
+    rung_heading(runner, kTInitRung);
     fmt::format_to(out_,
-                   "<h4>T_init per guest (boot to SSH to device ready)</h4>\n<p class=\"note\">Run "
-                   "<a href=\"#{}\">{}</a>.</p>\n<table>\n<tr><th class=\"text\">host</th><th "
+                   "<h5>T_init per guest (boot to SSH to device ready)</h5>\n<p class=\"note\">Run "
+                   "<a href=\"#{}\">{}</a>.</p>\n{}<tr><th class=\"text\">host</th><th "
                    "class=\"text\">provider</th><th class=\"text\">address</th><th>vCPUs</th><th>"
                    "T_init (s)</th></tr>\n",
-                   run.anchor, escape_markup(index_.runs[run.index].run_id));
+                   run.anchor, escape_markup(index_.runs[run.index].run_id),
+                   table_open(kTInitRung));
     for (const auto& host : hosts) {
-      fmt::format_to(
-          out_,
-          "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td "
-          "class=\"text\">{}</td><td>{}</td><td>{}</td></tr>\n",
-          escape_markup(host.name), escape_markup(host.provider), escape_markup(host.address),
-          host.vcpus ? format_figure(*host.vcpus) : std::string(), format_optional(host.t_init_s));
+      fmt::format_to(out_,
+                     "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td "
+                     "class=\"text\">{}</td><td>{}</td><td data-rung=\"{}\">{}</td></tr>\n",
+                     escape_markup(host.name), escape_markup(host.provider),
+                     escape_markup(host.address),
+                     host.vcpus ? format_figure(*host.vcpus) : std::string(),
+                     rung_number(kTInitRung), format_optional(host.t_init_s));
     }
     out("</table>\n");
   }

@@ -1,5 +1,7 @@
 #include "site.h"
 
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <regex>
 #include <set>
@@ -152,7 +154,7 @@ TEST_CASE("the newest run's reference tables come from its points and link to th
   CHECK(html.find("<td>0.02</td><td>0.2</td><td>10 %</td>") != std::string::npos);
   CHECK(html.find("<td class=\"text\">read vs send</td>") != std::string::npos);
   CHECK(html.find("T_init per guest") != std::string::npos);
-  CHECK(html.find("<td>0.02</td></tr>") != std::string::npos);
+  CHECK(html.find("<td data-rung=\"1\">0.02</td></tr>") != std::string::npos);
   // provenance in the details: commands, tool versions, accelerator
   CHECK(html.find("<code>perftest --client</code>") != std::string::npos);
   CHECK(html.find("<dt>version of iperf3</dt><dd>3.12</dd>") != std::string::npos);
@@ -172,4 +174,72 @@ TEST_CASE("write_site writes the page and the three badges") {
   CHECK(std::filesystem::exists(dir / "site/badge-tcp.json"));
   CHECK(std::filesystem::exists(dir / "site/badge-nvmeof.json"));
   CHECK(std::filesystem::exists(dir / "site/badge-s3.json"));
+}
+
+TEST_CASE("the report groups figures by rung and never tables two rungs together", "[rung]") {
+  TempDir dir;
+  auto file = dir / "history.jsonl";
+  ernic::append_history_record(file, testing::make_ladder_record("5101"));
+  auto index = index_histories({file});
+  std::vector<std::string> warnings;
+  auto html = render_page(index, {}, warnings);
+  REQUIRE_FALSE(testing::xml_error(html));
+  // a heading per rung present, in ladder order
+  CHECK(testing::xpath_values(html, "//h4[@class='rung']") ==
+        std::vector<std::string>{"Rung 1: init", "Rung 2: runtime-start", "Rung 3: execution",
+                                 "Rung 4: sustained", "Rung 5: multi-tenant",
+                                 "A/B pairs across rungs"});
+  // every table says its rung, and every figure (cell or row) in it is of that rung
+  auto tables = testing::xpath_values(html, "//table/@data-rung");
+  CHECK(tables.size() == testing::xpath_values(html, "//table").size());
+  for (const char* rung : {"1", "2", "3", "4", "5"}) {
+    INFO("rung " << rung);
+    std::string in_table = fmt::format("//table[@data-rung='{}']", rung);
+    CHECK_FALSE(testing::xpath_values(html, in_table + "//td[@data-rung]").empty());
+    CHECK(testing::xpath_values(html, in_table + "//*[@data-rung!='" + rung + "']/@data-rung")
+              .empty());
+  }
+  // which figure went where: the runtime-start time and T_init apart from the bandwidth of the
+  // same point, the sustained and multi-tenant points out of the execution tables
+  auto cells_of = [&](const std::string& rung) {
+    return testing::xpath_values(
+        html, "//section//table[@data-rung='" + rung + "'][not(caption)]//td[@data-rung]/a");
+  };
+  CHECK(cells_of("1").empty());  // T_init cells are plain figures
+  CHECK(testing::xpath_values(html, "//table[@data-rung='1']//td[@data-rung='1']") ==
+        std::vector<std::string>{"0.02"});
+  CHECK(cells_of("2") == std::vector<std::string>{"13"});
+  CHECK(cells_of("4") == std::vector<std::string>{"2.6"});
+  auto execution = cells_of("3");
+  CHECK(std::find(execution.begin(), execution.end(), "3.1") != execution.end());
+  CHECK(std::find(execution.begin(), execution.end(), "5") != execution.end());
+  CHECK(std::find(execution.begin(), execution.end(), "2.6") == execution.end());
+  CHECK(std::find(execution.begin(), execution.end(), "1.45") == execution.end());
+  CHECK(std::find(execution.begin(), execution.end(), "13") == execution.end());
+  auto tenants = cells_of("5");
+  CHECK(std::find(tenants.begin(), tenants.end(), "0.998") != tenants.end());  // Jain's index
+  CHECK(std::find(tenants.begin(), tenants.end(), "1.45") != tenants.end());
+  CHECK(std::find(tenants.begin(), tenants.end(), "9.2") != tenants.end());
+  // the A/B pair across rungs is a list item naming both rungs, in no table
+  auto across = testing::xpath_values(html, "//h4[.='A/B pairs across rungs']/following::ul[1]/li");
+  REQUIRE(across.size() == 1);
+  CHECK(across[0].find("(Rung 3: execution) 5") != std::string::npos);
+  CHECK(across[0].find("(Rung 5: multi-tenant) 9.2") != std::string::npos);
+  // the run details: one table per rung, each point's anchor once
+  CHECK(testing::xpath_values(html, "//details//table/caption") ==
+        std::vector<std::string>{"Rung 2: runtime-start", "Rung 3: execution", "Rung 4: sustained",
+                                 "Rung 5: multi-tenant"});
+  CHECK(testing::xpath_values(html, "//details//table[@data-rung='2']//tr/@id").empty());
+  CHECK(testing::xpath_values(html, "//details//table[@data-rung='3']//tr/@id") ==
+        std::vector<std::string>{"run-5101-p0", "run-5101-p3"});
+}
+
+TEST_CASE("trend charts are of the execution rung", "[rung]") {
+  auto index = index_histories({kRocmSample});
+  std::vector<std::string> warnings;
+  auto html = render_page(index, {}, warnings);
+  for (const auto& svg : testing::extract_svgs(html)) {
+    CHECK(testing::xpath_values(svg, "/svg:svg/@data-rung") == std::vector<std::string>{"3"});
+  }
+  CHECK(html.find("Trend charts: Rung 3: execution figures.") != std::string::npos);
 }

@@ -62,9 +62,9 @@ std::string render_svg_chart(const ChartSpec& spec) {
   std::string title_id = spec.id + "-title";
   out += fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"{}\" class=\"chart {}\" viewBox=\"0 0 {} "
-      "{}\" width=\"{}\" height=\"{}\" role=\"img\" aria-labelledby=\"{}\">\n",
+      "{}\" width=\"{}\" height=\"{}\" role=\"img\" aria-labelledby=\"{}\" data-rung=\"{}\">\n",
       escape_markup(spec.id), escape_markup(spec.css_class), kWidth, kHeight, kWidth, kHeight,
-      escape_markup(title_id));
+      escape_markup(title_id), rung_number(spec.rung));
   out += fmt::format("<title id=\"{}\">{} ({})</title>\n", escape_markup(title_id),
                      escape_markup(spec.title), escape_markup(spec.unit));
   out += fmt::format("<rect class=\"plot\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\n", kLeft,

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "history/rung.h"
+
 namespace ernic::reports {
 
 // One run on a trend chart's x axis.
@@ -23,6 +25,8 @@ struct ChartSpec {
   std::string y_label;    // "GB/s, higher is better"
   std::string x_label;    // "runs, oldest to newest (commit)"
   std::string css_class;  // picks the series colour from the page's stylesheet
+  // The rung of every figure on the chart (a chart never mixes rungs): its data-rung.
+  Rung rung = Rung::kExecution;
   std::vector<ChartPoint> points;
 };
 

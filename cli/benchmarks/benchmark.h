@@ -11,6 +11,7 @@
 
 #include "benchmarks/parser.h"
 #include "common/program.h"
+#include "history/distribution.h"
 #include "hosts/host.h"
 #include "scenario/schema.h"
 
@@ -84,6 +85,9 @@ struct ParseOutcome {
   std::string error;                      // why it is not a result, when !ok
   std::map<std::string, double> metrics;  // names from metrics()
   nlohmann::json details;                 // everything the parser read, kept in the run directory
+  // Per-iteration latencies and per-interval rates behind the metrics, by kind
+  // (kLatencyDistribution, kBandwidthDistribution); empty when the tool printed none.
+  std::map<std::string, Distribution> distributions;
 };
 
 // The verdict every tool with a client and a server side, each printing its result or its error

@@ -17,7 +17,7 @@ using tool_text::line_of_offset;
 using tool_text::printable;
 using tool_text::trim;
 
-constexpr std::string_view kTool = "fio";
+constexpr std::string_view kFioTool = "fio";
 
 using Json = nlohmann::json;
 
@@ -304,7 +304,7 @@ nlohmann::json fio_output_to_json(const FioOutput& output) {
                     {"trim", direction_json(job.trim)}});
   }
   Json data = {
-      {"tool", kTool}, {"version", output.version}, {"jobs", jobs}, {"notes", output.notes}};
+      {"tool", kFioTool}, {"version", output.version}, {"jobs", jobs}, {"notes", output.notes}};
   if (!output.jobs.empty()) {
     data["metrics"] = fio_metrics(output);
   }
@@ -320,13 +320,14 @@ ParsedFile parse_fio_file(std::string_view text) {
   ParsedFile file;
   file.data = fio_output_to_json(output);
   if (!output.error.empty()) {
-    file.error = fmt::format("{}: {}", kTool, output.error);
+    file.error = fmt::format("{}: {}", kFioTool, output.error);
   }
   return file;
 }
 
 OutputParser fio_output_parser() {
-  return {std::string(kTool), "fio --output-format=json output (fio 2.x and 3.x)", &parse_fio_file};
+  return {std::string(kFioTool), "fio --output-format=json output (fio 2.x and 3.x)",
+          &parse_fio_file};
 }
 
 }  // namespace ernic

@@ -144,6 +144,14 @@ class Iperf3Benchmark final : public Benchmark {
       Iperf3Result result = parse_iperf3(client.out + client.err);
       outcome.details = result.to_json();
       outcome.metrics["bandwidth_GBs"] = result.bandwidth_bits_per_second() / 8e9;
+      if (!result.interval_bits_per_second.empty()) {
+        std::vector<double> rates;
+        for (double bits : result.interval_bits_per_second) {
+          rates.push_back(bits / 8e9);
+        }
+        outcome.distributions[kBandwidthDistribution] =
+            Distribution::series(std::move(rates), result.interval_s.value_or(1.0));
+      }
       if (result.sender_bits_per_second) {
         outcome.metrics["sender_bandwidth_GBs"] = *result.sender_bits_per_second / 8e9;
       }

@@ -125,6 +125,14 @@ Iperf3Result from_document(const nlohmann::json& doc, std::vector<std::string> n
   for (const auto& interval : doc.value("intervals", nlohmann::json::array())) {
     bool omitted = interval.contains("sum") && interval["sum"].value("omitted", false);
     (omitted ? result.omitted_intervals : result.intervals)++;
+    if (!omitted) {
+      if (auto rate = number_at(interval, {"sum", "bits_per_second"})) {
+        result.interval_bits_per_second.push_back(*rate);
+      }
+      if (auto seconds = number_at(interval, {"sum", "seconds"}); seconds && !result.interval_s) {
+        result.interval_s = *seconds;
+      }
+    }
   }
   const auto& end = doc.value("end", nlohmann::json::object());
   result.sender_bits_per_second = number_at(end, {"sum_sent", "bits_per_second"});

@@ -24,8 +24,12 @@ struct Iperf3Result {
   std::optional<double> lost_percent;  // UDP
   std::optional<double> cpu_host_percent;
   std::optional<double> cpu_remote_percent;
-  int intervals = 0;               // measured intervals
-  int omitted_intervals = 0;       // warm-up (-O) intervals, not part of the result
+  int intervals = 0;          // measured intervals
+  int omitted_intervals = 0;  // warm-up (-O) intervals, not part of the result
+  // Every measured interval's rate (intervals[].sum.bits_per_second), in time order, and the
+  // length of the first one (iperf3's -i, 1 s by default).
+  std::vector<double> interval_bits_per_second;
+  std::optional<double> interval_s;
   std::vector<std::string> notes;  // text around the JSON: warnings and trailing error lines
 
   // The figure a user means by "the bandwidth": what arrived at the receiver.

@@ -103,3 +103,11 @@ TEST_CASE("JSON of the wrong shape is a parse error, not a crash") {
       ernic::parse_iperf3("{\"start\": {\"test_start\": []}, \"end\": {\"sum_sent\": 3}}"),
       ernic::ParseError);
 }
+
+TEST_CASE("iperf3 measured intervals are kept in time order, warm-up intervals left out") {
+  auto result = ernic::parse_iperf3(read_sample("iperf3-3.9-client-tcp.json"));
+  REQUIRE(result.interval_bits_per_second.size() == 10);
+  CHECK(result.interval_bits_per_second.front() == Approx(461304260.37454236));
+  CHECK(result.interval_bits_per_second.back() == Approx(471885160.8032358));
+  CHECK(*result.interval_s == Approx(1.00015));
+}

@@ -190,6 +190,9 @@ class PerftestBenchmark final : public Benchmark {
       return outcome;
     }
     outcome.metrics = perftest_row_metrics(*table, *row);
+    if (auto distribution = perftest_row_distribution(*table, *row)) {
+      outcome.distributions[distribution->kind] = std::move(distribution->distribution);
+    }
     if (p.has("duration")) {
       // -D prints 0 for the peak it does not measure.
       outcome.metrics.erase("bw_peak_GBs");
@@ -306,6 +309,16 @@ class PerftestBenchmark final : public Benchmark {
     }
     if (bandwidth && (!p.has("report_gbits") || p.flag("report_gbits"))) {
       argv.push_back("--report_gbits");
+    }
+    // The distributions the gate tests (docs/reports.md), printed by the client only: every
+    // iteration of a latency test, and a row per second of a duration-mode bandwidth test (a flag
+    // of the load generator; perftest itself has none that ends).
+    bool client = !server_address.empty();
+    if (client && !bandwidth && !p.has("duration")) {
+      argv.push_back("-H");
+    }
+    if (client && bandwidth && p.has("duration") && generator) {
+      argv.push_back("--report-per-second");
     }
     argv.insert(argv.end(), {"-p", std::to_string(point.port)});
     if (!generator && p.has("extra_args")) {

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
@@ -143,7 +144,15 @@ TEST_CASE("perftest module: emulator hosts run ernicctl's load generator", "[per
   f.param("mode", "lat");
   CHECK(perftest().commands(f.point).client.argv ==
         Argv{"/usr/local/bin/ernicctl", "perf", "send_lat", "--socket", "/run/ernic/2.sock", "-s",
-             "4096", "-n", "1000", "-t", "128", "-p", "18600", "10.10.0.1"});
+             "4096", "-n", "1000", "-t", "128", "-H", "-p", "18600", "10.10.0.1"});
+  // A duration-mode bandwidth point asks the load generator for a row per second.
+  f.param("mode", "bw").param("duration", "2000");
+  CHECK(perftest().commands(f.point).client.argv ==
+        Argv{"/usr/local/bin/ernicctl", "perf", "send_bw", "--socket", "/run/ernic/2.sock", "-s",
+             "4096", "-D", "2", "-t", "128", "--report_gbits", "--report-per-second", "-p", "18600",
+             "10.10.0.1"});
+  Argv duration_server = perftest().commands(f.point).server->spec.argv;
+  CHECK(std::count(duration_server.begin(), duration_server.end(), "--report-per-second") == 0);
 }
 
 TEST_CASE("perftest module: parse reads the client's row for the point's size",
@@ -274,6 +283,49 @@ TEST_CASE("perftest module: publishes rocm-ernic's bandwidth, latency and badge"
         std::map<std::string, double>{{"1048576", 4.72}, {"4096", 0.39}});
   CHECK(figures.series.at("latency") == std::map<std::string, double>{{"65536", 247.64}});
   CHECK(figures.badges == std::map<std::string, double>{{"rdma_bw_GBs", 4.72}});
+}
+
+TEST_CASE("perftest module: latency clients print every iteration (-H), servers do not",
+          "[perftest][module]") {
+  PointFixture f;
+  f.param("verb", "send").param("mode", "lat").param("size", "64").param("iterations", "1000");
+  PointCommands commands = perftest().commands(f.point);
+  CHECK(commands.client.argv ==
+        Argv{"ib_send_lat", "-s", "64", "-n", "1000", "-H", "-p", "18600", "10.10.0.1"});
+  CHECK(commands.server->spec.argv == Argv{"ib_send_lat", "-s", "64", "-n", "1000", "-p", "18600"});
+  // Real perftest has no per-second flag that ends: a duration-mode bw point passes none.
+  f.param("mode", "bw").param("duration", "2000");
+  CHECK(perftest().commands(f.point).client.argv ==
+        Argv{"ib_send_bw", "-s", "64", "-D", "2", "--report_gbits", "-p", "18600", "10.10.0.1"});
+}
+
+TEST_CASE("perftest module: the sample carries its per-iteration distribution",
+          "[perftest][module]") {
+  PointFixture f;
+  f.param("verb", "send").param("mode", "lat").param("size", "64");
+  // perftest's -H layout (print_report_lat) spliced into a recorded output: "#, usec" and one
+  // line per iteration between the header and the row.
+  std::string text = read_sample("ib_send_lat_s64.client.txt");
+  std::string histogram = "#, usec\n";
+  for (int i = 1; i <= 999; ++i) {
+    histogram += std::to_string(i) + ", " + std::to_string(1900 + i * 20) + "\n";
+  }
+  auto row = text.find(" 64      1000");
+  REQUIRE(row != std::string::npos);
+  text.insert(row, histogram);
+  ParseOutcome outcome = perftest().parse(nullptr, exited(0, text), f.point);
+  INFO(outcome.error);
+  REQUIRE(outcome.ok);
+  const Distribution& latencies = outcome.distributions.at(kLatencyDistribution);
+  CHECK(latencies.count == 999);
+  CHECK(latencies.median() == Approx(1900 + 500 * 20));
+  CHECK(outcome.metrics.at("lat_typical_us") == Approx(23112.66));  // the row still decides
+
+  // Without -H (a recorded sample): perftest's printed percentiles, as a sketch.
+  ParseOutcome recorded =
+      perftest().parse(nullptr, exited(0, read_sample("ib_send_lat_s64.client.txt")), f.point);
+  REQUIRE(recorded.ok);
+  CHECK(recorded.distributions.at(kLatencyDistribution).median() == Approx(23112.66));
 }
 
 }  // namespace

@@ -66,6 +66,47 @@ const char* to_string(PerftestMode mode) {
   return mode == PerftestMode::kBandwidth ? "bw" : "lat";
 }
 
+std::optional<PerftestDistribution> perftest_row_distribution(const PerftestTable& table,
+                                                              const PerftestRow& row) {
+  if (table.mode == PerftestMode::kLatency) {
+    if (!row.histogram.empty()) {
+      if (row.histogram_unit != "usec") {
+        return std::nullopt;  // cycles: no clock rate to convert them with
+      }
+      return PerftestDistribution{kLatencyDistribution, Distribution::of(row.histogram)};
+    }
+    std::map<std::string, double> metrics = perftest_row_metrics(table, row);
+    std::vector<std::pair<double, double>> percentiles;
+    for (const auto& [metric, probability] :
+         {std::pair{"lat_min_us", 0.0}, std::pair{"lat_typical_us", 0.5},
+          std::pair{"lat_p99_us", 0.99}, std::pair{"lat_p999_us", 0.999},
+          std::pair{"lat_max_us", 1.0}}) {
+      if (auto it = metrics.find(metric); it != metrics.end()) {
+        percentiles.emplace_back(probability, it->second);
+      }
+    }
+    auto sketch = distribution_from_percentiles(row.iterations, percentiles);
+    return sketch ? std::optional(PerftestDistribution{kLatencyDistribution, *sketch})
+                  : std::nullopt;
+  }
+  // Rows of the same size before the summary row: one per second (--report-per-second).
+  std::vector<const PerftestRow*> rows = table.rows_for_size(row.bytes);
+  if (rows.size() < 2 || rows.back() != &row) {
+    return std::nullopt;
+  }
+  std::vector<double> rates;
+  for (std::size_t i = 0; i + 1 < rows.size(); ++i) {
+    auto metrics = perftest_row_metrics(table, *rows[i]);
+    if (auto it = metrics.find("bw_avg_GBs"); it != metrics.end()) {
+      rates.push_back(it->second);
+    }
+  }
+  if (rates.empty()) {
+    return std::nullopt;
+  }
+  return PerftestDistribution{kBandwidthDistribution, Distribution::series(std::move(rates), 1.0)};
+}
+
 nlohmann::json perftest_output_to_json(const PerftestOutput& output) {
   nlohmann::json tables = nlohmann::json::array();
   for (const PerftestTable& table : output.tables) {
@@ -90,10 +131,14 @@ nlohmann::json perftest_output_to_json(const PerftestOutput& output) {
           columns[name] = nullptr;  // printed as 0.00 (BW peak) or -nan: not measured
         }
       }
-      rows.push_back({{"line", row.line},
-                      {"size", row.bytes},
-                      {"columns", columns},
-                      {"metrics", perftest_row_metrics(table, row)}});
+      nlohmann::json entry = {{"line", row.line},
+                              {"size", row.bytes},
+                              {"columns", columns},
+                              {"metrics", perftest_row_metrics(table, row)}};
+      if (!row.histogram.empty()) {
+        entry["histogram"] = {{"iterations", row.histogram.size()}, {"unit", row.histogram_unit}};
+      }
+      rows.push_back(std::move(entry));
     }
     tables.push_back({{"test", table.test},
                       {"verb", table.verb},

@@ -185,6 +185,9 @@ class Parser {
       open_table(line);
       return;
     }
+    if (read_histogram_line(line)) {
+      return;
+    }
     std::vector<std::string_view> words = split_words(line);
     if (looks_like_row(words)) {
       add_row(words);
@@ -213,6 +216,37 @@ class Parser {
     }
   }
 
+  static bool same_columns(const std::vector<PerftestColumn>& a,
+                           const std::vector<PerftestColumn>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
+      return x.name == y.name && x.unit == y.unit;
+    });
+  }
+
+  // -H/--report-histogram: "#, usec" then one "N, value" line per iteration, before the row
+  // they belong to.
+  bool read_histogram_line(std::string_view line) {
+    if (line.starts_with("#,")) {
+      histogram_.clear();
+      histogram_unit_ = std::string(trim(line.substr(2)));
+      in_histogram_ = true;
+      return true;
+    }
+    if (!in_histogram_) {
+      return false;
+    }
+    auto comma = line.find(',');
+    if (comma == std::string_view::npos || !parse_unsigned(trim(line.substr(0, comma)))) {
+      return false;
+    }
+    std::optional<double> value = parse_number(trim(line.substr(comma + 1)));
+    if (!value) {
+      return false;
+    }
+    histogram_.push_back(*value);
+    return true;
+  }
+
   static bool is_banner_line(std::string_view line) {
     return line.front() == '*' || contains(line, ":") || contains(line, "Please run the same") ||
            contains(line, "Waiting for client");
@@ -220,6 +254,10 @@ class Parser {
 
   void open_table(std::string_view line) {
     TableState* filling = filling_table();
+    if (in_histogram_ && filling != nullptr && filling->table.rows.empty() &&
+        same_columns(filling->table.columns, parse_header(printable(line)))) {
+      return;  // the header printed again after a -H histogram: still the same table
+    }
     if (filling != nullptr && !filling->table.rows.empty()) {
       filling->table.closed = true;
     }
@@ -304,6 +342,12 @@ class Parser {
         value.reset();  // perftest prints 0.00 when it did not measure the peak
       }
       row.values.push_back(value);
+    }
+    if (in_histogram_) {
+      row.histogram = std::move(histogram_);
+      row.histogram_unit = std::move(histogram_unit_);
+      histogram_.clear();
+      in_histogram_ = false;
     }
     table.rows.push_back(std::move(row));
   }
@@ -399,6 +443,9 @@ class Parser {
   int server_marks_ = 0;
   int client_marks_ = 0;
   bool saw_text_ = false;
+  std::vector<double> histogram_;
+  std::string histogram_unit_;
+  bool in_histogram_ = false;
 };
 
 }  // namespace
@@ -422,12 +469,18 @@ std::optional<double> PerftestTable::value(const PerftestRow& row, std::string_v
 }
 
 const PerftestRow* PerftestTable::row_for_size(std::uint64_t bytes) const {
+  auto all = rows_for_size(bytes);
+  return all.empty() ? nullptr : all.back();
+}
+
+std::vector<const PerftestRow*> PerftestTable::rows_for_size(std::uint64_t bytes) const {
+  std::vector<const PerftestRow*> out;
   for (const auto& row : rows) {
     if (row.bytes == bytes) {
-      return &row;
+      out.push_back(&row);
     }
   }
-  return nullptr;
+  return out;
 }
 
 std::string PerftestTable::unit() const {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "benchmarks/parser.h"
+#include "history/distribution.h"
 
 namespace ernic {
 
@@ -31,6 +32,10 @@ struct PerftestRow {
   // One per column, in column order. Absent when perftest printed no measurement: "-nan",
   // or BW peak 0.00 (perftest prints that when it did not measure the peak).
   std::vector<std::optional<double>> values;
+  // Latency tests with -H/--report-histogram: every measured iteration, as perftest printed them
+  // ("#, usec" then "1, 2.31" ... before the row), in histogram_unit ("usec" or "cycles").
+  std::vector<double> histogram;
+  std::string histogram_unit;
 };
 
 struct PerftestTable {
@@ -47,8 +52,11 @@ struct PerftestTable {
   const PerftestColumn* column(std::string_view name) const;
   // The value of column `name` in `row`, absent when the column is missing or not measured.
   std::optional<double> value(const PerftestRow& row, std::string_view name) const;
-  // The row for a message size, or nullptr.
+  // The row for a message size, or nullptr. With several rows of one size (the rows a
+  // bandwidth test prints per second, then its summary) the last one: the summary.
   const PerftestRow* row_for_size(std::uint64_t bytes) const;
+  // Every row of a size, in printed order.
+  std::vector<const PerftestRow*> rows_for_size(std::uint64_t bytes) const;
   // The unit of the bandwidth columns (bw tables) or of the latency columns (lat tables).
   std::string unit() const;
 };
@@ -76,6 +84,18 @@ PerftestOutput parse_perftest_output(std::string_view text);
 // converted (latency in cycles, an unknown bandwidth unit), is left out.
 std::map<std::string, double> perftest_row_metrics(const PerftestTable& table,
                                                    const PerftestRow& row);
+
+// The distribution behind one row's figures (kLatencyDistribution in microseconds or
+// kBandwidthDistribution in GB/s), or nullopt:
+// - a latency row printed with -H: its iterations; without (older outputs): a coarse sketch from
+//   the row's t_min, t_typical, 99 %, 99.9 % and t_max;
+// - a bandwidth row after per-second rows of the same size: those rows' BW average, one a second.
+struct PerftestDistribution {
+  std::string kind;
+  Distribution distribution;
+};
+std::optional<PerftestDistribution> perftest_row_distribution(const PerftestTable& table,
+                                                              const PerftestRow& row);
 
 // `ernicctl parse perftest FILE`: tables with every column by name, per-row metrics,
 // warnings; the error (with the partial tables) when the output is not a complete result.

@@ -18,7 +18,7 @@ using tool_text::parse_unsigned;
 using tool_text::printable;
 using tool_text::split_words;
 
-constexpr std::string_view kTool = "pingpong";
+constexpr std::string_view kPingpongTool = "pingpong";
 
 // "<count> <what> in <seconds> seconds = <rate> <unit>"
 struct RateLine {
@@ -48,7 +48,7 @@ constexpr std::array kErrorWords{std::string_view("Couldn't"),  std::string_view
                                  std::string_view("not found"), std::string_view("No IB devices"),
                                  std::string_view("error")};
 
-bool is_error_line(std::string_view line) {
+bool is_pingpong_error_line(std::string_view line) {
   return std::any_of(kErrorWords.begin(), kErrorWords.end(),
                      [&](std::string_view word) { return contains(line, word); });
 }
@@ -126,7 +126,7 @@ PingpongOutput parse_pingpong_output(std::string_view text) {
         continue;
       }
     }
-    if (is_error_line(line)) {
+    if (is_pingpong_error_line(line)) {
       errors.push_back(fmt::format("line {}: {}", number, printable(line)));
       if (output.error_line == 0) {
         output.error_line = number;
@@ -180,7 +180,7 @@ nlohmann::json pingpong_output_to_json(const PingpongOutput& output) {
                        {"usec/iter", result.usec_per_iter},
                        {"metrics", pingpong_metrics(result)}});
   }
-  nlohmann::json data = {{"tool", kTool},
+  nlohmann::json data = {{"tool", kPingpongTool},
                          {"results", results},
                          {"local_gid", output.local_gid},
                          {"remote_gid", output.remote_gid},
@@ -197,13 +197,13 @@ ParsedFile parse_pingpong_file(std::string_view text) {
   ParsedFile file;
   file.data = pingpong_output_to_json(output);
   if (!output.error.empty()) {
-    file.error = fmt::format("{}: {}", kTool, output.error);
+    file.error = fmt::format("{}: {}", kPingpongTool, output.error);
   }
   return file;
 }
 
 OutputParser pingpong_output_parser() {
-  return {std::string(kTool), "ibv_rc_pingpong output (rdma-core)", &parse_pingpong_file};
+  return {std::string(kPingpongTool), "ibv_rc_pingpong output (rdma-core)", &parse_pingpong_file};
 }
 
 }  // namespace ernic

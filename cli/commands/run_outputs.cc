@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -11,6 +12,7 @@
 #include "history/history_file.h"
 #include "history/record.h"
 #include "perf_csv.h"
+#include "run/fairness.h"
 #include "run_summary.h"
 
 namespace ernic {
@@ -39,6 +41,7 @@ nlohmann::json summary_json(const HistoryRecord& record, const std::string& hist
                       {"reason", point.reason ? nlohmann::json(*point.reason) : nullptr},
                       {"samples", point.samples.size()},
                       {"duration_s", point.duration_s.value_or(0)},
+                      {"rung", rung_number(point_rung(point))},
                       {"median", medians}});
   }
   reports::PointCounts counts = reports::count_points(record);
@@ -78,7 +81,10 @@ void print_summary_table(const HistoryRecord& record, const std::string& history
   for (const auto& point : part.points) {
     width = std::max(width, point.id.size());
   }
-  fmt::print("\n{:<{}}  {:<7}  {:>4}  {}\n", "point", width, "status", "reps", "result");
+  // Each figure's rung of the evaluation ladder (history/rung.h): the point's, and rung 2 for
+  // a runtime-start time beside it.
+  fmt::print("\n{:<{}}  {:<7}  {:>4}  {:<15}  {}\n", "point", width, "status", "reps", "rung",
+             "result");
   for (std::size_t i = 0; i < part.points.size(); ++i) {
     const PointRecord& point = part.points[i];
     std::string result;
@@ -91,11 +97,34 @@ void print_summary_table(const HistoryRecord& record, const std::string& history
           result = fmt::format("{} {:.4g} {}", metric.name, it->second.median, metric.unit);
         }
       }
+      if (point.fairness) {
+        result += fmt::format(" per tenant, {}", describe_fairness(*point.fairness));
+      }
+      for (const auto& metric : metrics_of_rung(point, Rung::kRuntimeStart)) {
+        auto declared = point.metrics.find(metric);
+        result += fmt::format("; {} {} {:.4g} {}", rung_label(Rung::kRuntimeStart), metric,
+                              point.median(metric).value_or(0),
+                              declared != point.metrics.end() ? declared->second.unit : "");
+      }
     } else if (point.reason) {
       result = *point.reason;
     }
-    fmt::print("{:<{}}  {:<7}  {:>4}  {}\n", point.id, width, point.status, point.samples.size(),
-               result);
+    Rung rung = point_rung(point);
+    // Repetitions, not samples: a point with tenants has one sample per tenant.
+    auto repetitions =
+        std::count_if(point.samples.begin(), point.samples.end(),
+                      [](const SampleRecord& s) { return s.tenant.value_or(1) == 1; });
+    fmt::print("{:<{}}  {:<7}  {:>4}  {:<15}  {}\n", point.id, width, point.status, repetitions,
+               fmt::format("{} {}", rung_number(rung), rung_name(rung)), result);
+  }
+  std::string t_init;
+  for (const auto& host : part.hosts) {
+    if (host.t_init_s) {
+      t_init += fmt::format("{}{} {:.3g} s", t_init.empty() ? "" : ", ", host.name, *host.t_init_s);
+    }
+  }
+  if (!t_init.empty()) {
+    fmt::print("T_init ({}): {}\n", rung_label(kTInitRung), t_init);
   }
   fmt::print("\n{}: {} of {} points passed", part.status, reports::count_points(record).passed,
              part.points.size());

@@ -84,6 +84,16 @@ std::vector<double> PointRecord::values(const std::string& metric) const {
   return out;
 }
 
+std::vector<const Distribution*> PointRecord::distributions(const std::string& kind) const {
+  std::vector<const Distribution*> out;
+  for (const auto& sample : samples) {
+    if (auto it = sample.distributions.find(kind); it != sample.distributions.end()) {
+      out.push_back(&it->second);
+    }
+  }
+  return out;
+}
+
 std::optional<double> PointRecord::median(const std::string& metric) const {
   if (auto it = summary.find(metric); it != summary.end()) {
     return it->second.median;
@@ -173,6 +183,28 @@ void to_json(json& out, const HostInfo& host) {
   put_present(out, "memory_bytes", host.memory_bytes);
 }
 
+void to_json(json& out, const Distribution& distribution) {
+  auto rounded = [](const std::vector<double>& values) {
+    json list = json::array();
+    for (double v : values) {
+      list.push_back(round_significant(v));
+    }
+    return list;
+  };
+  out = {{"n", distribution.count}};
+  if (distribution.raw()) {
+    out["values"] = rounded(distribution.values);
+  } else {
+    out["min"] = round_significant(distribution.min);
+    out["max"] = round_significant(distribution.max);
+    out["q"] = rounded(distribution.quantiles);
+    if (!distribution.probabilities.empty()) {
+      out["p"] = distribution.probabilities;
+    }
+  }
+  put_present(out, "interval_s", distribution.interval_s);
+}
+
 void to_json(json& out, const PointRecord& point) {
   json metrics = json::object();
   for (const auto& [name, info] : point.metrics) {
@@ -183,6 +215,12 @@ void to_json(json& out, const PointRecord& point) {
     json entry = {{"rep", sample.rep}, {"warm", sample.warm}, {"metrics", sample.metrics}};
     put_present(entry, "duration_s", sample.duration_s);
     put_present(entry, "tool_s", sample.tool_s);
+    if (!sample.distributions.empty()) {
+      entry["distributions"] = sample.distributions;
+    }
+    put_present(entry, "tenant", sample.tenant);
+    put_present(entry, "tenant_name", sample.tenant_name);
+    put_present(entry, "failure", sample.failure);
     samples.push_back(std::move(entry));
   }
   json summary = json::object();
@@ -199,6 +237,67 @@ void to_json(json& out, const PointRecord& point) {
   put_present(out, "log", point.log);
   put_present(out, "repetitions", point.repetitions);
   put_present(out, "duration_s", point.duration_s);
+  put_present(out, "fairness", point.fairness);
+  if (point.rung) {
+    out["rung"] = rung_number(*point.rung);
+    json overrides = json::object();
+    for (const auto& [metric, rung] : point.metric_rungs) {
+      overrides[metric] = rung_number(rung);
+    }
+    if (!overrides.empty()) {
+      out["metric_rungs"] = overrides;
+    }
+  }
+}
+
+void to_json(json& out, const FairnessRecord& fairness) {
+  json repetitions = json::array();
+  for (const auto& rep : fairness.repetitions) {
+    repetitions.push_back({{"rep", rep.rep},
+                           {"jain_index", rep.jain},
+                           {"min_share", rep.min_share},
+                           {"max_share", rep.max_share}});
+  }
+  out = {{"metric", fairness.metric},
+         {"tenants", fairness.tenants},
+         {"jain_index",
+          {{"n", fairness.jain.n},
+           {"median", fairness.jain.median},
+           {"min", fairness.jain.min},
+           {"max", fairness.jain.max}}},
+         {"min_share", fairness.min_share},
+         {"max_share", fairness.max_share},
+         {"repetitions", repetitions}};
+}
+
+std::optional<FairnessRecord> read_fairness(const json& in) {
+  if (!in.is_object()) {
+    return std::nullopt;
+  }
+  auto number = [](const json& object, const char* key) {
+    auto it = object.find(key);
+    return it != object.end() && it->is_number() ? it->get<double>() : 0.0;
+  };
+  FairnessRecord fairness;
+  fairness.metric = in.value("metric", std::string());
+  fairness.tenants = static_cast<int>(number(in, "tenants"));
+  json jain = in.value("jain_index", json::object());
+  if (jain.is_object()) {
+    fairness.jain.n = static_cast<std::size_t>(number(jain, "n"));
+    fairness.jain.median = fairness.jain.mean = number(jain, "median");
+    fairness.jain.min = number(jain, "min");
+    fairness.jain.max = fairness.jain.p99 = number(jain, "max");
+  }
+  fairness.min_share = number(in, "min_share");
+  fairness.max_share = number(in, "max_share");
+  for (const auto& rep : in.value("repetitions", json::array())) {
+    if (rep.is_object()) {
+      fairness.repetitions.push_back({static_cast<int>(number(rep, "rep")),
+                                      number(rep, "jain_index"), number(rep, "min_share"),
+                                      number(rep, "max_share")});
+    }
+  }
+  return fairness;
 }
 
 void to_json(json& out, const ErnicctlPart& part) {

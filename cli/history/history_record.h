@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "history/distribution.h"
+#include "history/rung.h"
 #include "history/statistics.h"
 
 namespace ernic {
@@ -50,6 +52,32 @@ struct SampleRecord {
   std::optional<double> duration_s;
   std::optional<double> tool_s;
   std::map<std::string, double> metrics;
+  // What the repetition's figures summarise, by kind (kLatencyDistribution, ...): written only
+  // when the tool printed it.
+  std::map<std::string, Distribution> distributions;
+  // Points with several tenants (`tenants:`): which tenant (1-based) and, when its repetition
+  // failed, why (it then has no metrics).
+  std::optional<int> tenant;
+  std::optional<std::string> tenant_name;
+  std::optional<std::string> failure;
+};
+
+// Jain's index over a point's tenants for its headline throughput metric, per repetition in
+// which every tenant passed.
+struct FairnessRepetition {
+  int rep = 0;
+  double jain = 0;
+  double min_share = 0;  // the smallest tenant's x_i / sum x
+  double max_share = 0;
+};
+
+struct FairnessRecord {
+  std::string metric;
+  int tenants = 0;
+  Statistics jain;       // over the repetitions
+  double min_share = 0;  // over every repetition
+  double max_share = 0;
+  std::vector<FairnessRepetition> repetitions;
 };
 
 struct PointRecord {
@@ -68,6 +96,11 @@ struct PointRecord {
   std::map<std::string, MetricDeclaration> metrics;  // every metric the tool can report
   std::vector<SampleRecord> samples;
   std::map<std::string, MetricSummary> summary;  // passed points only
+  std::optional<FairnessRecord> fairness;        // points with several tenants
+  // The rung of the evaluation ladder its figures belong to (history/rung.h), and the metrics
+  // whose rung differs; nullopt in records written before rungs (point_rung() derives it).
+  std::optional<Rung> rung;
+  std::map<std::string, Rung> metric_rungs;
 
   bool passed() const { return status == "passed"; }
   std::string param(const std::string& name) const;  // "" when absent
@@ -75,6 +108,8 @@ struct PointRecord {
   std::vector<std::string> measured_metrics() const;
   // samples[].metrics[name], in repetition order.
   std::vector<double> values(const std::string& metric) const;
+  // samples[].distributions[kind] of the samples that have one, in repetition order.
+  std::vector<const Distribution*> distributions(const std::string& kind) const;
   // summary[metric].median, else the median of the samples.
   std::optional<double> median(const std::string& metric) const;
   // The log files ("log" and "logs"), comma separated.
@@ -194,5 +229,11 @@ void to_json(nlohmann::json& json, const ErnicctlPart& part);
 void to_json(nlohmann::json& json, const PointRecord& point);
 void to_json(nlohmann::json& json, const HostInfo& host);
 void to_json(nlohmann::json& json, const EnvironmentInfo& environment);
+void to_json(nlohmann::json& json, const FairnessRecord& fairness);
+std::optional<FairnessRecord> read_fairness(const nlohmann::json& json);
+void to_json(nlohmann::json& json, const Distribution& distribution);
+// nullopt (with a problem named when `problems` is given) when it is not a distribution.
+std::optional<Distribution> read_distribution(const nlohmann::json& json, const std::string& path,
+                                              std::vector<std::string>* problems);
 
 }  // namespace ernic

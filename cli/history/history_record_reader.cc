@@ -127,17 +127,43 @@ bool is_number_key(const std::string& key) {
          std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
+// A list of numbers; nullopt when it is not one.
+std::optional<std::vector<double>> number_list(const json& value) {
+  if (!value.is_array()) {
+    return std::nullopt;
+  }
+  std::vector<double> out;
+  for (const auto& v : value) {
+    if (!v.is_number()) {
+      return std::nullopt;
+    }
+    out.push_back(v.get<double>());
+  }
+  return out;
+}
+
 SampleRecord read_sample(const FieldReader& in) {
   SampleRecord sample;
   in.read("rep", sample.rep);
   in.read("warm", sample.warm);
   in.read("duration_s", sample.duration_s);
   in.read("tool_s", sample.tool_s);
+  in.read("tenant", sample.tenant);
+  in.read("tenant_name", sample.tenant_name);
+  in.read("failure", sample.failure);
   auto metrics = in.child("metrics", json::value_t::object);
   if (metrics.is_object()) {
     for (const auto& [name, value] : metrics.raw().items()) {
       if (value.is_number()) {
         sample.metrics[name] = value.get<double>();
+      }
+    }
+  }
+  auto distributions = in.child("distributions", json::value_t::object);
+  if (distributions.is_object()) {
+    for (const auto& [kind, value] : distributions.raw().items()) {
+      if (auto read = read_distribution(value, distributions.name(kind.c_str()), in.problems())) {
+        sample.distributions[kind] = std::move(*read);
       }
     }
   }
@@ -178,6 +204,27 @@ void read_point_metrics(const FieldReader& in, PointRecord& point) {
   }
 }
 
+// `rung` and `metric_rungs` (1..5); absent in records written before rungs, which point_rung()
+// and metric_rung() derive with the writer's rule.
+void read_point_rungs(const FieldReader& in, PointRecord& point) {
+  auto rung_at = [&](const json& value, const std::string& path) -> std::optional<Rung> {
+    auto rung = value.is_number_integer() ? rung_from_number(value.get<int>()) : std::nullopt;
+    if (!rung) {
+      in.problem(path + " must be a rung number, 1 to 5");
+    }
+    return rung;
+  };
+  if (const json* rung = in.find("rung"); rung != nullptr && !rung->is_null()) {
+    point.rung = rung_at(*rung, in.name("rung"));
+  }
+  auto overrides = in.child("metric_rungs", json::value_t::object);
+  for (const auto& [metric, value] : overrides.raw().items()) {
+    if (auto rung = rung_at(value, overrides.name(metric.c_str()))) {
+      point.metric_rungs[metric] = *rung;
+    }
+  }
+}
+
 PointRecord read_point(const FieldReader& in) {
   PointRecord point;
   if (const json* id = in.find("id"); id == nullptr || !id->is_string()) {
@@ -207,6 +254,10 @@ PointRecord read_point(const FieldReader& in) {
   in.read("repetitions", point.repetitions);
   in.read("duration_s", point.duration_s);
   read_point_metrics(in, point);
+  if (auto fairness = in.raw().find("fairness"); fairness != in.raw().end()) {
+    point.fairness = read_fairness(*fairness);
+  }
+  read_point_rungs(in, point);
   auto samples = in.child("samples", json::value_t::array);
   for (std::size_t i = 0; i < samples.raw().size(); ++i) {
     point.samples.push_back(read_sample(
@@ -358,6 +409,59 @@ void read_published(const FieldReader& in, HistoryRecord& record) {
 }
 
 }  // namespace
+
+std::optional<Distribution> read_distribution(const json& value, const std::string& path,
+                                              std::vector<std::string>* problems) {
+  auto fail = [&](const std::string& why) -> std::optional<Distribution> {
+    if (problems != nullptr) {
+      problems->push_back(fmt::format("{} {}", path, why));
+    }
+    return std::nullopt;
+  };
+  if (!value.is_object()) {
+    return fail("must be an object");
+  }
+  const json* n = value.contains("n") ? &value["n"] : nullptr;
+  if (n == nullptr || !n->is_number_integer() || n->get<long long>() < 1) {
+    return fail("must have a count n of at least 1");
+  }
+  Distribution out;
+  if (value.contains("values")) {
+    auto values = number_list(value["values"]);
+    if (!values || values->size() != n->get<std::size_t>()) {
+      return fail("must list n numbers as values");
+    }
+    std::size_t size = values->size();
+    out = Distribution::of(std::move(*values), size);
+  } else {
+    auto quantiles = value.contains("q") ? number_list(value["q"]) : std::nullopt;
+    auto probabilities =
+        value.contains("p") ? number_list(value["p"]) : std::optional<std::vector<double>>{};
+    bool knots_ok = probabilities
+                        ? quantiles && probabilities->size() == quantiles->size() &&
+                              std::is_sorted(probabilities->begin(), probabilities->end()) &&
+                              std::all_of(probabilities->begin(), probabilities->end(),
+                                          [](double p) { return p > 0 && p < 1; })
+                        : quantiles && quantiles->size() == Distribution::kSketchQuantiles;
+    if (!knots_ok || !value.value("min", json()).is_number() ||
+        !value.value("max", json()).is_number()) {
+      return fail(
+          fmt::format("must have values, or min, max and {} quantiles q (or q at probabilities p)",
+                      Distribution::kSketchQuantiles));
+    }
+    out.count = n->get<std::size_t>();
+    out.min = value["min"].get<double>();
+    out.max = value["max"].get<double>();
+    out.quantiles = std::move(*quantiles);
+    if (probabilities) {
+      out.probabilities = std::move(*probabilities);
+    }
+  }
+  if (const auto& interval = value.value("interval_s", json()); interval.is_number()) {
+    out.interval_s = interval.get<double>();
+  }
+  return out;
+}
 
 HistoryRecord read_history_record(const json& object, std::vector<std::string>* problems) {
   HistoryRecord record;

@@ -14,6 +14,7 @@
 #include "common/version.h"
 #include "history/statistics.h"
 #include "hosts/process_command.h"
+#include "run/fairness.h"
 
 namespace ernic {
 namespace {
@@ -138,11 +139,16 @@ PointRecord point_record(const PointResult& result, const RunResult& run) {
   }
   std::map<std::string, std::vector<double>> values;
   for (const auto& sample : result.samples) {
-    out.samples.push_back({.rep = sample.repetition,
-                           .warm = sample.warm,
-                           .duration_s = sample.duration_s,
-                           .tool_s = sample.tool_s,
-                           .metrics = sample.metrics});
+    out.samples.push_back(
+        {.rep = sample.repetition,
+         .warm = sample.warm,
+         .duration_s = sample.duration_s,
+         .tool_s = sample.tool_s,
+         .metrics = sample.metrics,
+         .distributions = sample.distributions,
+         .tenant = sample.tenant != 0 ? std::optional(sample.tenant) : std::nullopt,
+         .tenant_name = sample.tenant != 0 ? std::optional(sample.tenant_name) : std::nullopt,
+         .failure = sample.failure.empty() ? std::nullopt : std::optional(sample.failure)});
     for (const auto& [name, value] : sample.metrics) {
       values[name].push_back(value);
     }
@@ -152,6 +158,15 @@ PointRecord point_record(const PointResult& result, const RunResult& run) {
       out.summary[name] = *summarize(list);
     }
   }
+  out.fairness = point_fairness(result);
+  if (out.fairness) {
+    // A metric like the others, so that `compare` sees it (higher is better).
+    out.metrics[kJainIndexMetric] = {"", "higher"};
+    if (result.status == PointStatus::kPassed) {
+      out.summary[kJainIndexMetric] = out.fairness->jain;
+    }
+  }
+  assign_rungs(out);
   return out;
 }
 
@@ -166,7 +181,9 @@ void publish_figures(const Scenario& scenario, const RunResult& run, HistoryReco
   PublishedFigures figures;
   for (std::size_t i = 0; i < run.points.size(); ++i) {
     const PointRecord& point = record.ernicctl->points[i];
-    if (!point.passed()) {
+    // The trend series are rung 3's: a sustained or multi-tenant point's figures are not
+    // joined to them.
+    if (!point.passed() || point_rung(point) != Rung::kExecution) {
       continue;
     }
     PointSummary published{.params = &run.points[i].point->params, .median = {}};

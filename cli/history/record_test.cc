@@ -136,3 +136,33 @@ TEST_CASE("history lines that are not records are named, 1e999 included", "[hist
 
 }  // namespace
 }  // namespace ernic
+
+namespace ernic {
+namespace {
+
+TEST_CASE("each point records its rung; only execution points feed the trend series",
+          "[history][rung]") {
+  testing::TestRun run;
+  run.add("perftest", "soak[verb=send,size=1048576]",
+          {{"verb", "send"}, {"mode", "bw"}, {"size", "1048576"}, {"sustained", "true"}},
+          {{{"bw_peak_GBs", 5.0}, {"bw_avg_GBs", 3.0}}});
+  run.add("perftest", "bw[verb=send,size=4096]",
+          {{"verb", "send"}, {"mode", "bw"}, {"size", "4096"}},
+          {{{"bw_peak_GBs", 2.0}, {"bw_avg_GBs", 1.0}, {"time_to_first_rts_ms", 12.0}}});
+  HistoryRecord record = build_history_record(run.scenario, run.finish());
+  const auto& points = record.ernicctl->points;
+  REQUIRE(points.size() == 2);
+  CHECK(points[0].rung == Rung::kSustained);
+  CHECK(points[1].rung == Rung::kExecution);
+  CHECK(points[1].metric_rungs ==
+        std::map<std::string, Rung>{{"time_to_first_rts_ms", Rung::kRuntimeStart}});
+  nlohmann::json json = record;
+  CHECK(json["ernicctl"]["points"][0]["rung"] == 4);
+  CHECK(json["ernicctl"]["points"][1]["metric_rungs"]["time_to_first_rts_ms"] == 2);
+  // the sustained 1 MiB point is not joined to the execution rung's bandwidth series
+  CHECK(record.series.at("bandwidth").count("1048576") == 0);
+  CHECK(record.series.at("bandwidth").at("4096") == 2.0);
+}
+
+}  // namespace
+}  // namespace ernic

@@ -166,4 +166,56 @@ std::optional<MannWhitney> mann_whitney_u(const std::vector<double>& a,
   return result;
 }
 
+std::vector<double> shares(const std::vector<double>& values) {
+  double sum = 0;
+  for (double value : values) {
+    sum += value;
+  }
+  std::vector<double> out;
+  if (sum <= 0) {
+    return out;
+  }
+  for (double value : values) {
+    out.push_back(value / sum);
+  }
+  return out;
+}
+
+std::optional<double> jain_index(const std::vector<double>& values) {
+  double sum = 0;
+  double squares = 0;
+  for (double value : values) {
+    sum += value;
+    squares += value * value;
+  }
+  if (values.empty() || squares <= 0) {
+    return std::nullopt;
+  }
+  return sum * sum / (static_cast<double>(values.size()) * squares);
+}
+
+std::optional<double> drift(const std::vector<double>& series) {
+  constexpr std::size_t kTenths = 10;
+  if (series.size() < kTenths) {
+    return std::nullopt;
+  }
+  std::size_t tenth = series.size() / kTenths;
+  double first = median(std::vector<double>(series.begin(), series.begin() + tenth));
+  double last = median(std::vector<double>(series.end() - tenth, series.end()));
+  if (first == 0) {
+    return std::nullopt;
+  }
+  return last / first;
+}
+
+std::optional<WorstInterval> worst_interval(const std::vector<double>& series,
+                                            bool higher_is_better) {
+  if (series.empty()) {
+    return std::nullopt;
+  }
+  auto worst = higher_is_better ? std::min_element(series.begin(), series.end())
+                                : std::max_element(series.begin(), series.end());
+  return WorstInterval{static_cast<std::size_t>(worst - series.begin()), *worst};
+}
+
 }  // namespace ernic

@@ -40,4 +40,25 @@ std::optional<MannWhitney> mann_whitney_u(const std::vector<double>& a,
 // 2 / C(n1 + n2, n1): with 3 against 3 it is 0.1, so such a test can never be significant at 5 %.
 double smallest_p_value(std::size_t n1, std::size_t n2);
 
+// Each value's share of their sum, x_i / sum x; empty when the sum is not positive.
+std::vector<double> shares(const std::vector<double>& values);
+
+// Jain's fairness index (sum x)^2 / (n * sum x^2) of the tenants' throughputs: 1 when every
+// tenant got the same, 1/n when one took everything. nullopt for no values or all zero.
+std::optional<double> jain_index(const std::vector<double>& values);
+
+// The sustained rung's drift: the median of the last tenth of a series of interval samples over
+// the median of its first tenth (1: no drift; 0.9: the end runs 10 % below the start). nullopt
+// with fewer than 10 samples or a first tenth whose median is 0.
+std::optional<double> drift(const std::vector<double>& series);
+
+struct WorstInterval {
+  std::size_t index = 0;  // into the series (the first one when several are equally bad)
+  double value = 0;
+};
+// The lowest sample of a throughput series (`higher_is_better`), the highest of a latency one;
+// nullopt for an empty series.
+std::optional<WorstInterval> worst_interval(const std::vector<double>& series,
+                                            bool higher_is_better);
+
 }  // namespace ernic

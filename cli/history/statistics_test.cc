@@ -36,3 +36,42 @@ TEST_CASE("smallest reachable p-value decides whether the test can be used") {
   CHECK(smallest_p_value(1, 100) == Approx(2.0 / 101));
   CHECK(smallest_p_value(0, 5) == 1);
 }
+
+TEST_CASE("drift is the last tenth's median over the first tenth's", "[statistics][drift]") {
+  // 20 samples: tenths of two; first {10, 12} -> 11, last {8, 10} -> 9
+  std::vector<double> series = {10, 12};
+  series.insert(series.end(), 16, 11.0);
+  series.insert(series.end(), {8, 10});
+  REQUIRE(drift(series));
+  CHECK(*drift(series) == Approx(9.0 / 11.0));
+  // 10 samples: tenths of one sample each
+  CHECK(*drift({2, 9, 9, 9, 9, 9, 9, 9, 9, 3}) == Approx(1.5));
+  // 29 samples: a tenth is 2 samples (rounded down), the third and the 27th are in the middle
+  std::vector<double> uneven(29, 100.0);
+  uneven[0] = 4;
+  uneven[1] = 6;
+  uneven[27] = 10;
+  uneven[28] = 20;
+  CHECK(*drift(uneven) == Approx(15.0 / 5.0));
+  // a steady series does not drift
+  CHECK(*drift(std::vector<double>(40, 3.5)) == Approx(1.0));
+}
+
+TEST_CASE("drift needs ten samples and a non-zero start", "[statistics][drift]") {
+  CHECK_FALSE(drift({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  CHECK_FALSE(drift({}));
+  CHECK_FALSE(drift({0, 1, 1, 1, 1, 1, 1, 1, 1, 1}));
+}
+
+TEST_CASE("the worst interval is the lowest throughput or the highest latency",
+          "[statistics][drift]") {
+  auto low = worst_interval({3, 1, 2, 1}, true);
+  REQUIRE(low);
+  CHECK(low->index == 1);  // the first of the two equally bad
+  CHECK(low->value == 1);
+  auto high = worst_interval({3, 1, 7, 2}, false);
+  REQUIRE(high);
+  CHECK(high->index == 2);
+  CHECK(high->value == 7);
+  CHECK_FALSE(worst_interval({}, true));
+}

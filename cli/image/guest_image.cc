@@ -10,7 +10,7 @@
 namespace ernic {
 namespace {
 
-std::string read_text(const std::filesystem::path& file) {
+std::string read_existing_text(const std::filesystem::path& file) {
   std::ifstream in(file);
   if (!in) {
     throw std::runtime_error(fmt::format("{}: cannot read", file.string()));
@@ -95,7 +95,7 @@ GuestImage from_vm_info(const nlohmann::json& json, const std::filesystem::path&
   if (image.host_keys.empty()) {
     for (const char* pub : {"ssh_host_ed25519_key.pub", "ssh_host_ecdsa_key.pub"}) {
       if (std::filesystem::exists(base / pub)) {
-        auto keys = parse_public_keys(read_text(base / pub));
+        auto keys = parse_public_keys(read_existing_text(base / pub));
         image.host_keys.insert(image.host_keys.end(), keys.begin(), keys.end());
       }
     }
@@ -129,7 +129,7 @@ GuestImage load_image_manifest(const std::filesystem::path& manifest) {
   auto file = std::filesystem::absolute(manifest);
   nlohmann::json json;
   try {
-    json = nlohmann::json::parse(read_text(file));
+    json = nlohmann::json::parse(read_existing_text(file));
   } catch (const nlohmann::json::exception& error) {
     throw std::runtime_error(fmt::format("{}: not JSON: {}", file.string(), error.what()));
   }

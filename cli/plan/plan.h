@@ -17,9 +17,18 @@ struct PlannedPoint {
   const BenchmarkEntry* entry = nullptr;
   const Benchmark* tool = nullptr;
   PointParams params;
-  std::uint16_t port = 0;
+  std::uint16_t port = 0;            // the first tenant's
+  std::vector<std::uint16_t> ports;  // one per tenant of the entry, the first is `port`
   bool port_fixed = false;  // the scenario chose it (`port:`): used as is, never re-reserved
   int repetitions = 1;      // the entry's, unless the run's selection says otherwise (--repeat)
+  int together = -1;        // index into Plan::together; -1: the point starts on its own
+};
+
+// Points of a `concurrent:` group that start together: the k-th point of each of its entries.
+struct PlannedStart {
+  int group = 0;  // 1-based, in scenario order
+  std::string name;
+  std::vector<int> points;  // indices into Plan::points, the group's entries in order
 };
 
 // What a run will do, decided before anything starts (ninja's Plan): the executor only
@@ -27,6 +36,7 @@ struct PlannedPoint {
 struct Plan {
   const Scenario* scenario = nullptr;
   std::vector<PlannedPoint> points;
+  std::vector<PlannedStart> together;
   // How the points were selected from the scenario's (`--only 'bw[*]'`); empty: all of them.
   std::string selection;
 };

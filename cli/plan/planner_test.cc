@@ -44,3 +44,28 @@ TEST_CASE("size ranges expand by their factor and lists keep their order") {
   CHECK(listed[0].bytes("size") == 1048576);
   CHECK(listed[1].bytes("size") == 4096);
 }
+
+TEST_CASE("every tenant of a point gets its own port; single tenants keep theirs") {
+  const ernic::Platform platform = ernic::builtin_platform();
+  auto loaded = ernic::load_scenario_text(platform, R"(name: m
+hosts: [{name: a, provider: local}, {name: b, provider: local}, {name: c, provider: local}]
+benchmarks:
+  - {name: one, tool: iperf3, server: a, client: b, params: {parallel: [1, 2]}}
+  - {name: many, tool: iperf3, tenants: 3, server: [a, b, c], client: [b, c, a], params: {parallel: [1, 2]}}
+  - {name: fixed, tool: iperf3, tenants: 2, server: [a, b], client: [b, a], port: 31000, params: {parallel: [1, 2]}}
+  - {name: after, tool: iperf3, server: a, client: b}
+)",
+                                          "m.yaml", {});
+  REQUIRE(loaded.diagnostics.empty());
+  auto plan = ernic::make_plan(*loaded.scenario, platform);
+  REQUIRE(plan.points.size() == 7);
+  CHECK(plan.points[0].ports == std::vector<std::uint16_t>{20000});
+  CHECK(plan.points[1].ports == std::vector<std::uint16_t>{20001});
+  CHECK(plan.points[2].ports == std::vector<std::uint16_t>{20002, 20003, 20004});
+  CHECK(plan.points[3].ports == std::vector<std::uint16_t>{20005, 20006, 20007});
+  CHECK(plan.points[3].port == 20005);
+  CHECK(plan.points[4].ports == std::vector<std::uint16_t>{31000, 31001});
+  CHECK(plan.points[5].ports == std::vector<std::uint16_t>{31002, 31003});
+  CHECK(plan.points[6].ports.size() == 1);
+  CHECK(plan.points[6].port > 20007);
+}

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "common/edit_distance.h"
@@ -125,11 +126,13 @@ void select_points(Plan& plan, const PointSelection& selection) {
     failed = failed_in(selection.rerun_failed);
   }
   std::vector<PlannedPoint> kept;
+  std::map<int, int> new_index;
   for (auto& point : plan.points) {
     bool wanted = (selection.only.empty() || matches_any(selection.only, point.id)) &&
                   !matches_any(selection.skip, point.id) &&
                   (selection.rerun_failed.empty() || failed.contains(point.id));
     if (wanted) {
+      new_index[point.index] = static_cast<int>(kept.size());
       point.index = static_cast<int>(kept.size());
       if (selection.repeat > 0) {
         point.repetitions = selection.repeat;
@@ -138,6 +141,25 @@ void select_points(Plan& plan, const PointSelection& selection) {
     }
   }
   plan.points = std::move(kept);
+  // Concurrent starts keep the selected points that still have company.
+  std::vector<PlannedStart> together;
+  for (auto& start : plan.together) {
+    std::vector<int> points;
+    for (int old : start.points) {
+      if (auto it = new_index.find(old); it != new_index.end()) {
+        points.push_back(it->second);
+      }
+    }
+    for (int index : points) {
+      plan.points[static_cast<std::size_t>(index)].together =
+          points.size() > 1 ? static_cast<int>(together.size()) : -1;
+    }
+    if (points.size() > 1) {
+      start.points = std::move(points);
+      together.push_back(std::move(start));
+    }
+  }
+  plan.together = std::move(together);
   plan.selection = selection.everything() ? "" : selection.describe();
 }
 

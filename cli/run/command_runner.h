@@ -67,6 +67,9 @@ class CommandRunner {
   // listens in this machine's own network stack, where concurrent runs meet.
   virtual std::uint16_t server_port(Host& server, std::uint16_t planned) = 0;
 
+  // Several clients (a point's tenants, a concurrent group's points) are about to start back to
+  // back, every server being ready: `what` says which (the dry run prints it).
+  virtual void starts_together(const std::string& /*what*/) {}
   // A point begins (the dry run prints its heading).
   virtual void begin_point(const std::string& id, int index, int total, int repetition,
                            int repetitions, std::chrono::milliseconds timeout) = 0;
@@ -146,6 +149,7 @@ class DryRunCommandRunner final : public CommandRunner {
   std::string check_alive(Host&) override { return ""; }
   std::string check_alive(RunningEmulator&) override { return ""; }
   std::uint16_t server_port(Host&, std::uint16_t planned) override { return planned; }
+  void starts_together(const std::string& what) override;
   void begin_point(const std::string& id, int index, int total, int repetition, int repetitions,
                    std::chrono::milliseconds timeout) override;
   void tear_down(CleanupStack& cleanup, const CleanupStack::ErrorHandler& on_error) override;

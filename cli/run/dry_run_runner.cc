@@ -146,6 +146,10 @@ std::unique_ptr<RunningCommand> DryRunCommandRunner::start(Host& host, std::stri
   return std::make_unique<PrintedCommand>();
 }
 
+void DryRunCommandRunner::starts_together(const std::string& what) {
+  fmt::print(out_, "    every server ready; {}\n", what);
+}
+
 void DryRunCommandRunner::begin_point(const std::string& id, int index, int total, int repetition,
                                       int repetitions, std::chrono::milliseconds timeout) {
   section("points");

@@ -127,7 +127,7 @@ Issued run_for_real(const std::string& name, const std::filesystem::path& runs) 
   return issued;
 }
 
-std::vector<std::string> print_dry_run(const std::string& name) {
+std::string dry_run_text(const std::string& name) {
   Interrupt::reset();
   World world;
   FakePlatform fakes(world);
@@ -147,8 +147,13 @@ std::vector<std::string> print_dry_run(const std::string& name) {
   // The dry run started and ran nothing.
   CHECK(world.events_starting("run on ").empty());
   CHECK(world.events_starting("start instance").empty());
-  // "    server on HOST: COMMAND" -> "HOST: COMMAND"
-  static const std::regex kCommand("^    [a-z ]+ on ([^:]+): (.*)$");
+  return text;
+}
+
+std::vector<std::string> print_dry_run(const std::string& name) {
+  std::string text = dry_run_text(name);
+  // "    server on HOST: COMMAND" (or "    client t2 on HOST: ...") -> "HOST: COMMAND"
+  static const std::regex kCommand("^    [a-z0-9 _-]+ on ([^:]+): (.*)$");
   std::vector<std::string> printed;
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
@@ -163,7 +168,7 @@ std::vector<std::string> print_dry_run(const std::string& name) {
 TEST_CASE("dry run: prints exactly the commands the run issues, in the same order",
           "[executor][dry-run]") {
   auto runs = std::filesystem::temp_directory_path() / fmt::format("ernic-dry-test-{}", getpid());
-  for (const std::string name : {"quickstart.yaml", "netns-iperf3.yaml"}) {
+  for (const std::string name : {"quickstart.yaml", "netns-iperf3.yaml", "multi-tenant.yaml"}) {
     INFO(name);
     Issued issued = run_for_real(name, runs);
     std::vector<std::string> printed = print_dry_run(name);
@@ -178,6 +183,24 @@ TEST_CASE("dry run: prints exactly the commands the run issues, in the same orde
   }
   std::filesystem::remove_all(runs);
   Interrupt::reset();
+}
+
+TEST_CASE("dry run: tenants and concurrent groups say what starts together",
+          "[executor][dry-run][tenants]") {
+  std::string text = dry_run_text("multi-tenant.yaml");
+  // Every tenant's server, then the clients released together.
+  CHECK_THAT(text, Catch::Contains("    server t4 on s4: "));
+  CHECK_THAT(text, Catch::Contains("    client t1 on c1: "));
+  CHECK(std::regex_search(text, std::regex("\n    every server ready; starts together: "
+                                           "bw4\\[verb=write,[^ ]*size=64KiB[^ ]*\\] "
+                                           "\\(t1 c1, t2 c2, t3 c3, t4 c4\\)\n")));
+  CHECK(std::regex_search(text, std::regex("\n    every server ready; group 1 "
+                                           "\\(latency-beside-bulk\\): starts together: "
+                                           "bulk3[^ ]* \\(t1 c1, t2 c2, t3 c3\\), "
+                                           "lat_loaded[^ ]* \\(c4\\)\n")));
+  // The solo baseline starts alone.
+  CHECK_THAT(text, Catch::Contains("lat_solo"));
+  CHECK_FALSE(std::regex_search(text, std::regex("lat_solo[^ ]* \\(c4\\)")));
 }
 
 }  // namespace

@@ -215,9 +215,11 @@ void Executor::preflight() {
                                   static_cast<int>(spec.config.integer("instance", 0)));
     }
     for (const auto& point : plan_.points) {
-      if (point.entry->server == spec.name || point.entry->client == spec.name) {
-        for (const auto& program : point.tool->programs_for(facts)) {
-          need(program, spec.name);
+      for (const auto& tenant : point.entry->all_tenants()) {
+        if (tenant.server == spec.name || tenant.client == spec.name) {
+          for (const auto& program : point.tool->programs_for(facts)) {
+            need(program, spec.name);
+          }
         }
       }
     }
@@ -375,8 +377,13 @@ void Executor::check_programs() {
   // Hosts not on this machine's filesystem are checked as soon as they answer, and every host
   // with the facts it now has (an emulator endpoint needs no perftest).
   std::set<std::string> checked;
+  std::vector<std::string> point_hosts;
   for (const auto& point : plan_.points) {
-    for (const std::string& host_name : {point.entry->server, point.entry->client}) {
+    point_hosts.clear();
+    for (const auto& tenant : point.entry->all_tenants()) {
+      point_hosts.insert(point_hosts.end(), {tenant.server, tenant.client});
+    }
+    for (const std::string& host_name : point_hosts) {
       if (host_name.empty()) {
         continue;
       }

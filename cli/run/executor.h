@@ -18,6 +18,14 @@
 
 namespace ernic {
 
+struct TenantRun;  // one tenant's side of a repetition (point_execution.cc)
+
+// A point being run and where its result goes.
+struct PointRun {
+  const PlannedPoint* point = nullptr;
+  PointResult* result = nullptr;
+};
+
 enum class KeepPolicy { kNever, kOnFailure, kAlways };
 
 struct RunOptions {
@@ -54,8 +62,19 @@ class Executor {
   void apply_setup();
   void collect_tool_versions();
   void run_points();
-  void run_point(const PlannedPoint& point, PointResult& result);
-  bool run_repetition(const PlannedPoint& point, int repetition, PointResult& result);
+  // Points that start together (one, or a concurrent group's), every repetition.
+  void run_together(const std::vector<int>& members);
+  // One repetition of every tenant of every point given; false when any of them failed.
+  bool run_repetition(const std::vector<PointRun>& points, int repetition);
+  TenantRun make_tenant_run(const PlannedPoint& point, const Tenant& tenant, int number,
+                            int repetition, PointResult& result);
+  void start_server(TenantRun& run);
+  void await_server(TenantRun& run);
+  void start_client(TenantRun& run);
+  void await_client(TenantRun& run);
+  std::optional<Sample> parse_tenant(TenantRun& run, int repetition);
+  std::string together_text(const std::vector<PointRun>& points,
+                            const std::vector<TenantRun>& runs) const;
   std::string environment_gone();
   void stop_if_environment_gone();
   void settle_status();

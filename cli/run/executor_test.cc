@@ -9,6 +9,7 @@
 #include "common/interrupt.h"
 #include "run/executor.h"
 #include "run/testing/fake_platform.h"
+#include "run/testing/run_harness.h"
 #include "samples.h"
 #include "scenario/scenario_loader.h"
 
@@ -43,44 +44,9 @@ history: {{enabled: false}}
                      setup, repetitions, repetitions == 1 ? "[1, 2, 3]" : "1");
 }
 
-// Loads, plans and runs a scenario on the fakes, in a fresh runs directory.
-struct Harness {
-  World world;
-  FakePlatform fakes{world};
-  std::optional<Scenario> scenario;
-  Plan plan;
-  std::filesystem::path runs =
-      std::filesystem::temp_directory_path() / fmt::format("ernic-executor-test-{}", ::getpid());
-
-  explicit Harness(const std::string& text) {
-    Interrupt::reset();
-    LoadResult loaded = load_scenario_text(fakes.platform, text, "fake.yaml", {});
-    for (const auto& d : loaded.diagnostics) {
-      FAIL(d.format());
-    }
-    scenario = std::move(loaded.scenario);
-    plan = make_plan(*scenario, fakes.platform);
-    // Every iperf3 client prints a real result unless a test scripts otherwise.
-    world.script = [](const std::string&, const CommandSpec& spec) {
-      Scripted scripted;
-      scripted.result.exit_code = 0;
-      if (spec.argv[0] == "iperf3" && spec.argv[1] == "-c") {
-        scripted.result.out = ernic::testing::read_sample("iperf3_netns.client.json");
-      }
-      return scripted;
-    };
-  }
-  ~Harness() {
-    std::filesystem::remove_all(runs);
-    Interrupt::reset();
-  }
-
-  RunResult run(RunOptions options = {}) {
-    options.runs_dir = runs;
-    auto status = make_status(/*quiet=*/true);
-    RealCommandRunner runner;
-    return Executor(plan, fakes.platform, runner, options, *status).run();
-  }
+// The shared harness, and the order in which things were created and removed.
+struct Harness : testing::RunHarness {
+  using RunHarness::RunHarness;
 
   // The order in which things were created and removed.
   std::vector<std::string> lifecycle() const {

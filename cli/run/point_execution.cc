@@ -11,7 +11,9 @@
 #include "common/interrupt.h"
 #include "common/subprocess.h"
 #include "common/units.h"
+#include "history/statistics.h"
 #include "run/executor.h"
+#include "run/fairness.h"
 #include "run/step_log.h"
 
 namespace ernic {
@@ -43,11 +45,34 @@ std::string first_line(const std::string& text) {
   return text.substr(0, text.find('\n'));
 }
 
+std::string metric_unit(const Benchmark& tool, const std::string& name) {
+  for (const auto& metric : tool.metrics()) {
+    if (metric.name == name) {
+      return metric.unit;
+    }
+  }
+  return "";
+}
+
 std::string headline_of(const PlannedPoint& point, const PointResult& result) {
   if (result.status != PointStatus::kPassed || result.samples.empty()) {
     return result.reason;
   }
   std::string headline = point.tool->headline_metric(point.params);
+  if (point.entry->multi_tenant()) {
+    std::vector<double> values;
+    for (const auto& sample : result.samples) {
+      if (auto it = sample.metrics.find(headline); it != sample.metrics.end()) {
+        values.push_back(it->second);
+      }
+    }
+    std::string text = fmt::format("{} {:.4g} {} (median of {} tenants)", headline, median(values),
+                                   metric_unit(*point.tool, headline), point.entry->tenants.size());
+    if (auto fairness = point_fairness(result)) {
+      text += ", " + describe_fairness(*fairness);
+    }
+    return text;
+  }
   for (const auto& metric : point.tool->metrics()) {
     auto it = result.samples.back().metrics.find(metric.name);
     if (metric.name == headline && it != result.samples.back().metrics.end()) {
@@ -96,149 +121,334 @@ void Executor::run_points() {
   for (std::size_t i = 0; i < plan_.points.size(); ++i) {
     check_interrupt();
     const PlannedPoint& point = plan_.points[i];
-    PointResult& result = result_.points[i];
+    std::vector<int> members = {static_cast<int>(i)};
+    if (point.together >= 0) {
+      const PlannedStart& start = plan_.together[static_cast<std::size_t>(point.together)];
+      if (start.points.front() != static_cast<int>(i)) {
+        continue;  // it ran with the first point of its start
+      }
+      members = start.points;
+    }
     auto started = Clock::now();
-    run_point(point, result);
-    result.duration_s = std::chrono::duration<double>(Clock::now() - started).count();
+    run_together(members);
+    double duration_s = std::chrono::duration<double>(Clock::now() - started).count();
     check_interrupt();
-    status_.point_finished(static_cast<int>(i), total, point.id,
-                           result.status == PointStatus::kPassed, headline_of(point, result));
-    if (result.status == PointStatus::kFailed) {
+    bool failed = false;
+    for (int index : members) {
+      const PlannedPoint& member = plan_.points[static_cast<std::size_t>(index)];
+      PointResult& result = result_.points[static_cast<std::size_t>(index)];
+      result.duration_s = duration_s;
+      status_.point_finished(index, total, member.id, result.status == PointStatus::kPassed,
+                             headline_of(member, result));
+      failed = failed || result.status == PointStatus::kFailed;
+    }
+    if (failed) {
       // A failed point may be the tool's fault or the environment's; only the second stops the run.
       stop_if_environment_gone();
     }
   }
 }
 
-void Executor::run_point(const PlannedPoint& point, PointResult& result) {
-  // Until every repetition passed, the point counts as failed: if the run stops in the middle
+void Executor::run_together(const std::vector<int>& members) {
+  // Until every repetition passed, a point counts as failed: if the run stops in the middle
   // (Ctrl-C, a dead instance, a host that stopped answering) this is what the record says.
-  result.status = PointStatus::kFailed;
-  result.reason = "did not finish: the run stopped while it ran";
-  for (int repetition = 1; repetition <= point.repetitions; ++repetition) {
-    status_.point_started(point.index, static_cast<int>(plan_.points.size()), point.id, repetition,
-                          point.repetitions);
-    runner_.begin_point(point.id, point.index, static_cast<int>(plan_.points.size()), repetition,
-                        point.repetitions, point.entry->timeout);
-    if (!run_repetition(point, repetition, result)) {
+  std::vector<PointRun> runs;
+  for (int index : members) {
+    PointResult& result = result_.points[static_cast<std::size_t>(index)];
+    result.status = PointStatus::kFailed;
+    result.reason = "did not finish: the run stopped while it ran";
+    runs.push_back({&plan_.points[static_cast<std::size_t>(index)], &result});
+  }
+  int total = static_cast<int>(plan_.points.size());
+  int repetitions = runs.front().point->repetitions;
+  for (int repetition = 1; repetition <= repetitions; ++repetition) {
+    for (const auto& run : runs) {
+      const PlannedPoint& point = *run.point;
+      status_.point_started(point.index, total, point.id, repetition, point.repetitions);
+      runner_.begin_point(point.id, point.index, total, repetition, point.repetitions,
+                          point.entry->timeout);
+    }
+    if (!run_repetition(runs, repetition)) {
       return;
     }
   }
-  result.status = PointStatus::kPassed;
-  result.reason.clear();
+  for (const auto& run : runs) {
+    run.result->status = PointStatus::kPassed;
+    run.result->reason.clear();
+  }
 }
 
-bool Executor::run_repetition(const PlannedPoint& point, int repetition, PointResult& result) {
-  const BenchmarkEntry& entry = *point.entry;
+// One tenant's side of a repetition: its hosts, port, commands, log and what they did.
+struct TenantRun {
+  const PlannedPoint* point = nullptr;
+  PointResult* result = nullptr;
+  const Tenant* tenant = nullptr;
+  const Benchmark* tool = nullptr;
+  int number = 1;        // 1-based
+  bool several = false;  // the entry has more than one tenant
   PointContext context;
+  PointCommands commands;
+  std::unique_ptr<StepLog> log;
+  std::unique_ptr<RunningCommand> server;
+  std::unique_ptr<RunningCommand> client;
+  std::optional<CommandResult> server_result;
+  std::optional<CommandResult> client_result;
+  std::string failure;  // with its log; empty while it goes well
+
+  std::string role(const char* side) const {
+    return several ? fmt::format("{} {}", side, tenant->name) : side;
+  }
+  void fail(const std::string& reason) {
+    log->note("point failed: " + reason);
+    failure = fmt::format("{} (log: {})", reason, log->path().string());
+  }
+};
+
+TenantRun Executor::make_tenant_run(const PlannedPoint& point, const Tenant& tenant, int number,
+                                    int repetition, PointResult& result) {
+  const BenchmarkEntry& entry = *point.entry;
+  TenantRun run;
+  run.point = &point;
+  run.result = &result;
+  run.tenant = &tenant;
+  run.tool = point.tool;
+  run.number = number;
+  run.several = entry.multi_tenant();
+  PointContext& context = run.context;
   context.benchmark = entry.name;
   context.id = point.id;
   context.params = point.params;
-  context.server = entry.server.empty() ? nullptr : &host(entry.server);
-  context.client = &host(entry.client);
-  context.server_facts = entry.server.empty() ? HostFacts{} : facts_[entry.server];
-  context.client_facts = facts_[entry.client];
-  context.port = context.server && !point.port_fixed
-                     ? runner_.server_port(*context.server, point.port)
-                     : point.port;
-  result.port = context.server ? context.port : 0;
+  context.server = tenant.server.empty() ? nullptr : &host(tenant.server);
+  context.client = &host(tenant.client);
+  context.server_facts = tenant.server.empty() ? HostFacts{} : facts_[tenant.server];
+  context.client_facts = facts_[tenant.client];
+  std::uint16_t planned = point.ports.empty() ? point.port : point.ports.at(number - 1);
+  context.port =
+      context.server && !point.port_fixed ? runner_.server_port(*context.server, planned) : planned;
+  if (number == 1) {
+    result.port = context.server ? context.port : 0;
+  }
   context.timeout = entry.timeout;
 
-  std::string log_name = fmt::format("{:03}-{}{}.log", point.index + 1, file_safe(point.id),
-                                     point.repetitions > 1 ? fmt::format("-r{}", repetition) : "");
-  StepLog log(runner_.executes() ? result_.run_dir / "steps" / log_name : std::filesystem::path(),
-              fmt::format("point {} repetition {}/{}", point.id, repetition, point.repetitions));
-  if (runner_.executes()) {
-    result.logs.push_back(log.path());
+  std::string log_name = fmt::format("{:03}-{}{}{}.log", point.index + 1, file_safe(point.id),
+                                     point.repetitions > 1 ? fmt::format("-r{}", repetition) : "",
+                                     run.several ? fmt::format("-t{}", number) : "");
+  std::string title =
+      fmt::format("point {} repetition {}/{}", point.id, repetition, point.repetitions);
+  if (run.several) {
+    title += fmt::format(" tenant {} ({} of {}: server {}, client {})", tenant.name, number,
+                         entry.tenants.size(), tenant.server, tenant.client);
   }
-  auto fail = [&](std::string reason) {
-    log.note("point failed: " + reason);
-    result.reason = fmt::format("{} (log: {})", reason, log.path().string());
-    return false;
-  };
+  run.log = std::make_unique<StepLog>(
+      runner_.executes() ? result_.run_dir / "steps" / log_name : std::filesystem::path(), title);
+  if (runner_.executes()) {
+    result.logs.push_back(run.log->path());
+  }
+  return run;
+}
 
-  point.tool->prepare(context);
-  PointCommands commands = point.tool->commands(context);
-  auto started = Clock::now();
-  std::unique_ptr<RunningCommand> server;
-  std::optional<CommandResult> server_result;
-  try {
-    if (commands.server) {
-      result.server_command = commands.server->spec.display();
-      log.command("server", *context.server, commands.server->spec);
-      server = runner_.start(*context.server, "server", commands.server->spec, log.sink("server"));
-      // Readiness is observed, never slept for.
-      const Readiness& ready = commands.server->readiness;
-      auto deadline = Clock::now() + std::min<Clock::duration>(kServerReadyLimit, entry.timeout);
-      bool is_ready = false;
-      while (!is_ready) {
-        check_interrupt();
-        if (ready.listening_port && runner_.is_listening(*context.server, *ready.listening_port)) {
-          is_ready = true;
-        } else if (ready.output_line &&
-                   server->wait_for_output(*ready.output_line,
-                                           Clock::now() + std::chrono::milliseconds(20))) {
-          is_ready = true;
-        } else if (!runner_.executes()) {
-          is_ready = true;  // nothing runs in a dry run, so nothing becomes ready either
-        } else if (!server->running()) {
-          CommandResult early = server->wait(Clock::now());
-          log.result("server", early);
-          std::string said = first_line(early.err.empty() ? early.out : early.err);
-          return fail(fmt::format("server exited before it was ready ({}){}{}", early.describe(),
+void Executor::start_server(TenantRun& run) {
+  run.tool->prepare(run.context);
+  run.commands = run.tool->commands(run.context);
+  if (!run.commands.server) {
+    return;
+  }
+  if (run.number == 1) {
+    run.result->server_command = run.commands.server->spec.display();
+  }
+  run.log->command("server", *run.context.server, run.commands.server->spec);
+  run.server = runner_.start(*run.context.server, run.role("server"), run.commands.server->spec,
+                             run.log->sink("server"));
+}
+
+void Executor::await_server(TenantRun& run) {
+  if (!run.server) {
+    return;
+  }
+  // Readiness is observed, never slept for.
+  const Readiness& ready = run.commands.server->readiness;
+  Host& server_host = *run.context.server;
+  auto deadline = Clock::now() + std::min<Clock::duration>(kServerReadyLimit, run.context.timeout);
+  while (true) {
+    check_interrupt();
+    if (ready.listening_port && runner_.is_listening(server_host, *ready.listening_port)) {
+      return;
+    }
+    if (ready.output_line &&
+        run.server->wait_for_output(*ready.output_line,
+                                    Clock::now() + std::chrono::milliseconds(20))) {
+      return;
+    }
+    if (!runner_.executes()) {
+      return;  // nothing runs in a dry run, so nothing becomes ready either
+    }
+    if (!run.server->running()) {
+      CommandResult early = run.server->wait(Clock::now());
+      run.log->result("server", early);
+      std::string said = first_line(early.err.empty() ? early.out : early.err);
+      return run.fail(fmt::format("server exited before it was ready ({}){}{}", early.describe(),
                                   said.empty() ? "" : ": ", said));
-        } else if (Clock::now() >= deadline) {
-          return fail(fmt::format("server not ready after {}: waited for {}",
+    }
+    if (Clock::now() >= deadline) {
+      return run.fail(fmt::format("server not ready after {}: waited for {}",
                                   format_duration(kServerReadyLimit), ready.description));
-        } else if (!ready.output_line) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        }
+    }
+    if (!ready.output_line) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+}
+
+void Executor::start_client(TenantRun& run) {
+  if (run.number == 1) {
+    run.result->client_command = run.commands.client.display();
+  }
+  run.log->command("client", *run.context.client, run.commands.client);
+  run.client = runner_.start(*run.context.client, run.role("client"), run.commands.client,
+                             run.log->sink("client"));
+}
+
+void Executor::await_client(TenantRun& run) {
+  CommandResult client = run.client->wait(Clock::time_point::max());
+  run.log->result("client", client);
+  if (client.interrupted) {
+    throw RunInterrupted();
+  }
+  if (run.server) {
+    run.server_result =
+        run.commands.server->serves_until_stopped
+            ? run.server->stop(kServerStopGrace)
+            : run.server->wait(Clock::now() +
+                               (client.ok() ? kServerExitLimit : std::chrono::seconds(0)));
+    run.log->result("server", *run.server_result);
+  }
+  run.client_result = std::move(client);
+  run.tool->cleanup(run.context);
+}
+
+std::optional<Sample> Executor::parse_tenant(TenantRun& run, int repetition) {
+  const CommandResult& client = *run.client_result;
+  if (client.timed_out) {
+    run.fail(fmt::format("client timed out after {}", format_duration(run.context.timeout)));
+    return std::nullopt;
+  }
+  ParseOutcome outcome =
+      run.tool->parse(run.server_result ? &*run.server_result : nullptr, client, run.context);
+  run.result->details = outcome.details;
+  if (!outcome.ok) {
+    run.fail(outcome.error.empty() ? fmt::format("client {}", client.describe()) : outcome.error);
+    return std::nullopt;
+  }
+  Sample sample;
+  sample.repetition = repetition;
+  sample.tool_s = std::chrono::duration<double>(client.duration).count();
+  sample.metrics = std::move(outcome.metrics);
+  sample.distributions = std::move(outcome.distributions);
+  run.log->note("point passed");
+  return sample;
+}
+
+// What the dry run says starts together once every server is ready: "tcp (t1 b1, t2 b2)", or
+// for a concurrent group "group 1 (name): starts together: bulk[...] (t1 c1, ...), lat (c4)".
+std::string Executor::together_text(const std::vector<PointRun>& points,
+                                    const std::vector<TenantRun>& runs) const {
+  std::string text;
+  for (const auto& point : points) {
+    std::string clients;
+    for (const auto& run : runs) {
+      if (run.result == point.result && run.failure.empty()) {
+        clients += fmt::format("{}{}{}", clients.empty() ? "" : ", ",
+                               run.several ? run.tenant->name + " " : "", run.tenant->client);
       }
     }
-    result.client_command = commands.client.display();
-    log.command("client", *context.client, commands.client);
-    CommandResult client =
-        runner_.start(*context.client, "client", commands.client, log.sink("client"))
-            ->wait(Clock::time_point::max());
-    log.result("client", client);
-    if (client.interrupted) {
-      throw RunInterrupted();
-    }
-    if (server) {
-      server_result = commands.server->serves_until_stopped
-                          ? server->stop(kServerStopGrace)
-                          : server->wait(Clock::now() + (client.ok() ? kServerExitLimit
-                                                                     : std::chrono::seconds(0)));
-      log.result("server", *server_result);
-    }
-    point.tool->cleanup(context);
-    if (!runner_.executes()) {
-      return true;
-    }
-    if (client.timed_out) {
-      return fail(fmt::format("client timed out after {}", format_duration(entry.timeout)));
-    }
-    ParseOutcome outcome =
-        point.tool->parse(server_result ? &*server_result : nullptr, client, context);
-    result.details = outcome.details;
-    if (!outcome.ok) {
-      return fail(outcome.error.empty() ? fmt::format("client {}", client.describe())
-                                        : outcome.error);
-    }
-    Sample sample;
-    sample.repetition = repetition;
-    sample.warm = !first_sample_;
-    first_sample_ = false;
-    sample.duration_s = std::chrono::duration<double>(Clock::now() - started).count();
-    sample.tool_s = std::chrono::duration<double>(client.duration).count();
-    sample.metrics = std::move(outcome.metrics);
-    result.samples.push_back(std::move(sample));
-    log.note("point passed");
-    return true;
-  } catch (const SpawnError& e) {
-    point.tool->cleanup(context);
-    return fail(e.what());
+    text += fmt::format("{}{} ({})", text.empty() ? "" : ", ", point.point->id, clients);
   }
+  const PlannedPoint& first = *points.front().point;
+  if (first.together >= 0) {
+    const PlannedStart& start = plan_.together[static_cast<std::size_t>(first.together)];
+    return fmt::format("group {} ({}): starts together: {}", start.group, start.name, text);
+  }
+  return "starts together: " + text;
+}
+
+bool Executor::run_repetition(const std::vector<PointRun>& points, int repetition) {
+  std::vector<std::vector<Tenant>> tenants;
+  for (const auto& point : points) {
+    tenants.push_back(point.point->entry->all_tenants());
+  }
+  std::vector<TenantRun> runs;
+  for (std::size_t p = 0; p < points.size(); ++p) {
+    for (std::size_t t = 0; t < tenants[p].size(); ++t) {
+      runs.push_back(make_tenant_run(*points[p].point, tenants[p][t], static_cast<int>(t) + 1,
+                                     repetition, *points[p].result));
+    }
+  }
+  auto started = Clock::now();
+  auto each_tenant = [&](auto step) {
+    for (auto& run : runs) {
+      if (!run.failure.empty()) {
+        continue;
+      }
+      try {
+        step(run);
+      } catch (const SpawnError& e) {
+        run.tool->cleanup(run.context);
+        run.fail(e.what());
+      }
+    }
+  };
+  // Every tenant's server started and observed ready before any client starts; then the clients
+  // are released together, back to back, and each is awaited and parsed on its own.
+  each_tenant([&](TenantRun& run) { start_server(run); });
+  each_tenant([&](TenantRun& run) { await_server(run); });
+  if (runs.size() > 1) {
+    runner_.starts_together(together_text(points, runs));
+  }
+  each_tenant([&](TenantRun& run) { start_client(run); });
+  each_tenant([&](TenantRun& run) { await_client(run); });
+  if (!runner_.executes()) {
+    return true;
+  }
+  bool warm = !first_sample_;
+  bool all_passed = true;
+  for (const auto& point : points) {
+    std::vector<std::string> failures;
+    for (auto& run : runs) {
+      if (run.result != point.result) {
+        continue;
+      }
+      std::optional<Sample> sample =
+          run.failure.empty() ? parse_tenant(run, repetition) : std::nullopt;
+      if (!sample) {
+        failures.push_back(run.several ? fmt::format("tenant {}: {}", run.tenant->name, run.failure)
+                                       : run.failure);
+        if (!run.several) {
+          break;
+        }
+        sample.emplace();
+        sample->repetition = repetition;
+        sample->failure = run.failure;
+      }
+      sample->warm = warm;
+      sample->duration_s = std::chrono::duration<double>(Clock::now() - started).count();
+      if (run.several) {
+        sample->tenant = run.number;
+        sample->tenant_name = run.tenant->name;
+      }
+      if (sample->failure.empty()) {
+        first_sample_ = false;
+      }
+      point.result->samples.push_back(std::move(*sample));
+    }
+    if (!failures.empty()) {
+      point.result->reason.clear();
+      for (const auto& failure : failures) {
+        point.result->reason += (point.result->reason.empty() ? "" : "; ") + failure;
+      }
+      all_passed = false;
+    }
+  }
+  return all_passed;
 }
 
 }  // namespace ernic

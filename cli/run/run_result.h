@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "history/distribution.h"
 #include "plan/plan.h"
 
 namespace ernic {
@@ -19,6 +20,12 @@ struct Sample {
   double duration_s = 0;  // the whole repetition, server start to parse
   double tool_s = 0;      // the client tool alone: what orchestration overhead is measured against
   std::map<std::string, double> metrics;
+  std::map<std::string, Distribution> distributions;  // from ParseOutcome::distributions
+  // Entries with several tenants: which one this is (1-based; 0 for a single tenant), and why
+  // its repetition failed (empty: it passed; a failed tenant's sample has no metrics).
+  int tenant = 0;
+  std::string tenant_name;
+  std::string failure;
 };
 
 enum class PointStatus { kPassed, kFailed, kSkipped };

@@ -20,16 +20,31 @@ struct SetupEntry {
   Config config;  // the whole entry, typed by the step's schema
 };
 
+// One server/client pair of a benchmark entry: every point of the entry runs on all of its
+// tenants at once (`tenants:`).
+struct Tenant {
+  std::string name;    // "t1", "t2", ... unless the scenario names it
+  std::string server;  // host names; server is empty for single-host tools
+  std::string client;
+};
+
 // A `benchmarks:` entry; its matrix parameters expand into points (see plan/planner.h).
 struct BenchmarkEntry {
   std::string name;
   std::string tool;
-  std::string server;  // host names; server is empty for single-host tools
+  std::string server;  // the first tenant's host names; server is empty for single-host tools
   std::string client;
+  std::vector<Tenant> tenants;  // the scenario's; the first is `server` and `client`
   YAML::Node params;
   int repetitions = 1;
   std::chrono::milliseconds timeout{60000};
   std::uint16_t base_port = 0;  // 0: the tool's default
+
+  bool multi_tenant() const { return tenants.size() > 1; }
+  // `tenants`, or the one tenant of `server` and `client` for an entry built without them.
+  std::vector<Tenant> all_tenants() const {
+    return tenants.empty() ? std::vector<Tenant>{{"t1", server, client}} : tenants;
+  }
 };
 
 // A declared comparison: B over A, measured side by side in one run (methodology item 3).
@@ -38,6 +53,13 @@ struct AbPair {
   std::string a;  // benchmark names; points pair up by equal parameters
   std::string b;
   std::string metric;
+};
+
+// A `concurrent:` group: benchmark entries whose points start together, the k-th point of each
+// entry with the k-th of the others (every server ready before any client starts).
+struct ConcurrentGroup {
+  std::string name;
+  std::vector<std::string> benchmarks;
 };
 
 struct HistorySettings {
@@ -63,6 +85,7 @@ struct Scenario {
   std::vector<SetupEntry> setup;
   std::vector<BenchmarkEntry> benchmarks;
   std::vector<AbPair> ab_pairs;
+  std::vector<ConcurrentGroup> concurrent;
   HistorySettings history;
   // The document typed by the top-level schema, for the sections providers read (`netns:`,
   // `libvirt:`) and the emulator kind.

@@ -48,12 +48,41 @@ std::vector<SetupEntry> setup_of(const Platform& platform, const YAML::Node& set
   return entries;
 }
 
+// The i-th host of a `server:` or `client:` value: a host list, or one host for every tenant.
+std::string nth_host(const YAML::Node& hosts, std::size_t i) {
+  if (hosts && hosts.IsSequence()) {
+    return i < hosts.size() ? hosts[i].Scalar() : "";
+  }
+  return scalar_text(hosts);
+}
+
+// `tenants:` as pairs, or a count over the `server:` and `client:` lists; without it, the one
+// tenant of `server:` and `client:`. The semantic checks made sure the hosts exist.
+std::vector<Tenant> tenants_of(const YAML::Node& node) {
+  const YAML::Node& tenants = node["tenants"];
+  std::vector<Tenant> out;
+  if (tenants && tenants.IsSequence()) {
+    for (std::size_t i = 0; i < tenants.size(); ++i) {
+      out.push_back({scalar_text(tenants[i]["name"], fmt::format("t{}", i + 1)),
+                     scalar_text(tenants[i]["server"]), scalar_text(tenants[i]["client"])});
+    }
+    return out;
+  }
+  std::size_t count = tenants ? tenants.as<std::size_t>() : 1;
+  for (std::size_t i = 0; i < count; ++i) {
+    out.push_back(
+        {fmt::format("t{}", i + 1), nth_host(node["server"], i), nth_host(node["client"], i)});
+  }
+  return out;
+}
+
 BenchmarkEntry benchmark_of(const YAML::Node& node) {
   BenchmarkEntry entry;
   entry.name = node["name"].Scalar();
   entry.tool = node["tool"].Scalar();
-  entry.server = scalar_text(node["server"]);
-  entry.client = node["client"].Scalar();
+  entry.tenants = tenants_of(node);
+  entry.server = entry.tenants.front().server;
+  entry.client = entry.tenants.front().client;
   entry.params = node["params"] ? node["params"] : YAML::Node(YAML::NodeType::Map);
   // The schema bounds both integers, so the conversions cannot fail.
   if (node["repetitions"]) {
@@ -152,6 +181,15 @@ Scenario build_scenario(const Platform& platform, const YAML::Node& root, const 
     for (const auto& node : root["ab_pairs"]) {
       scenario.ab_pairs.push_back(
           {node["name"].Scalar(), node["a"].Scalar(), node["b"].Scalar(), node["metric"].Scalar()});
+    }
+  }
+  if (root["concurrent"]) {
+    for (const auto& node : root["concurrent"]) {
+      ConcurrentGroup group{.name = node["name"].Scalar(), .benchmarks = {}};
+      for (const auto& name : node["benchmarks"]) {
+        group.benchmarks.push_back(name.Scalar());
+      }
+      scenario.concurrent.push_back(std::move(group));
     }
   }
   scenario.history = history_of(root["history"]);

@@ -57,6 +57,17 @@ nlohmann::json scenario_json_schema(const Platform& platform) {
       platform.tools, "tool",
       [&](const Benchmark& tool) { return benchmark_schema_for(platform, &tool); },
       [](const Benchmark& tool) { return tool.tool(); }));
+  for (auto& benchmark : properties["benchmarks"]["items"]["oneOf"]) {
+    // `tenants:` is a list of pairs or a count; `client:` is needed unless the pairs name it.
+    nlohmann::json& tenants = benchmark["properties"]["tenants"];
+    nlohmann::json pairs = {{"type", "array"}, {"minItems", 1}, {"items", tenants["items"]}};
+    nlohmann::json count = {{"type", "integer"}, {"minimum", 1}, {"maximum", kMaxTenants}};
+    tenants = {{"description", tenants["description"]},
+               {"anyOf", nlohmann::json::array({pairs, count})}};
+    nlohmann::json by_client = {{"required", nlohmann::json::array({"client"})}};
+    nlohmann::json by_tenants = {{"required", nlohmann::json::array({"tenants"})}};
+    benchmark["anyOf"] = nlohmann::json::array({by_client, by_tenants});
+  }
   properties["emulator"] = one_of(
       platform.emulator_kinds, "kind",
       [&](const EmulatorKind& kind) { return emulator_schema_for(platform, &kind); },

@@ -335,3 +335,74 @@ benchmarks: [{name: t, tool: perftest, server: a, client: a}]
   CHECK_FALSE(schema["properties"].contains("netns"));  // the settings of a provider not there
   CHECK(ernic::scenario_json_schema(platform())["properties"].contains("netns"));
 }
+
+TEST_CASE("tenants: a count over host lists and a list of pairs are checked") {
+  SECTION("a count needs host lists long enough, and two hosts per tenant") {
+    auto errors = errors_of(R"(name: demo
+hosts: [{name: a, provider: local}, {name: b, provider: local}, {name: c, provider: local}]
+benchmarks:
+  - {name: t, tool: iperf3, tenants: 3, server: [a, b, c], client: [b, a]}
+  - {name: u, tool: iperf3, tenants: 2, server: a, client: [a, c]}
+  - {name: v, tool: iperf3, tenants: 0, server: a, client: b}
+)");
+    REQUIRE(errors.size() == 3);
+    CHECK_THAT(errors[0], Contains("benchmarks[0].client: tenants: 3 takes the i-th client of "
+                                   "this list, which names 2 hosts"));
+    CHECK_THAT(errors[1], Contains("benchmarks[1].client: tenant t1 has a as its server and its "
+                                   "client"));
+    CHECK_THAT(errors[2], Contains("benchmarks[2].tenants: expected"));
+  }
+  SECTION("pairs: hosts exist (with a suggestion), and are not also given outside") {
+    auto errors = errors_of(R"(name: demo
+hosts: [{name: alpha, provider: local}, {name: beta, provider: local}]
+benchmarks:
+  - name: t
+    tool: iperf3
+    server: alpha
+    tenants:
+      - {server: alpha, client: betta}
+      - {server: beta, client: beta}
+)");
+    REQUIRE(errors.size() == 3);
+    CHECK_THAT(errors[0], Contains("benchmarks[0].server: 'server' and a list of tenants"));
+    CHECK_THAT(errors[1], Contains("benchmarks[0].tenants[0].client: no host named 'betta'; did "
+                                   "you mean 'beta'?"));
+    CHECK_THAT(errors[2], Contains("benchmarks[0].tenants[1]: tenant 2 has beta as its server and "
+                                   "its client"));
+  }
+  SECTION("a host list without a count, and a tenant key misspelt") {
+    auto errors = errors_of(R"(name: demo
+hosts: [{name: a, provider: local}, {name: b, provider: local}]
+benchmarks:
+  - {name: t, tool: iperf3, server: [a, b], client: b}
+  - {name: u, tool: iperf3, tenants: [{server: a, clinet: b}]}
+)");
+    REQUIRE(errors.size() == 3);
+    CHECK_THAT(errors[0], Contains("benchmarks[0].server: a list of server hosts needs "
+                                   "`tenants: N`"));
+    CHECK_THAT(errors[1], Contains("benchmarks[1].tenants[0]"));
+    CHECK_THAT(errors[2], Contains("did you mean 'client'?"));
+  }
+}
+
+TEST_CASE("tenants: the entry's tenants, named t1, t2, ... unless named") {
+  auto loaded = load(R"(name: demo
+hosts: [{name: a, provider: local}, {name: b, provider: local}, {name: c, provider: local}]
+benchmarks:
+  - {name: t, tool: iperf3, tenants: 2, server: a, client: [b, c]}
+  - {name: u, tool: iperf3, tenants: [{name: bulk, server: b, client: c}, {server: c, client: a}]}
+  - {name: v, tool: iperf3, server: a, client: b}
+)");
+  REQUIRE(loaded.diagnostics.empty());
+  const auto& benchmarks = loaded.scenario->benchmarks;
+  REQUIRE(benchmarks[0].tenants.size() == 2);
+  CHECK(benchmarks[0].tenants[1].name == "t2");
+  CHECK(benchmarks[0].tenants[1].server == "a");
+  CHECK(benchmarks[0].tenants[1].client == "c");
+  CHECK(benchmarks[1].tenants[0].name == "bulk");
+  CHECK(benchmarks[1].server == "b");
+  CHECK(benchmarks[1].tenants[1].name == "t2");
+  CHECK(benchmarks[1].multi_tenant());
+  CHECK_FALSE(benchmarks[2].multi_tenant());
+  CHECK(benchmarks[2].tenants.size() == 1);
+}

@@ -60,6 +60,31 @@ FieldSchema step_kind_field(const Platform& platform) {
       .enum_values = names_of(platform.setup_steps, [](const SetupStep& s) { return s.kind(); })};
 }
 
+ObjectSchema tenant_schema() {
+  ObjectSchema tenant{.description = "One server/client pair of the benchmark", .fields = {}};
+  tenant.fields = {{.name = "name",
+                    .kind = ValueKind::kString,
+                    .description = "Names the tenant in logs and samples (default t1, t2, ...)"},
+                   {.name = "server",
+                    .kind = ValueKind::kString,
+                    .description = "Host that runs this tenant's server side"},
+                   {.name = "client",
+                    .kind = ValueKind::kString,
+                    .description = "Host that runs this tenant's client side",
+                    .required = true}};
+  return tenant;
+}
+
+FieldSchema tenants_field() {
+  return {.name = "tenants",
+          .kind = ValueKind::kList,
+          .description =
+              "Server/client pairs that run every point at once (servers ready "
+              "before any client starts), or a count N taking the i-th host of the "
+              "`server:` and `client:` lists",
+          .object = object(tenant_schema())};
+}
+
 void append_fields(ObjectSchema& schema, const ObjectSchema& more) {
   for (const auto& field : more.fields) {
     if (!schema.find(field.name)) {
@@ -83,6 +108,18 @@ ObjectSchema history_schema() {
        .default_text = "[4KiB, 64KiB, 1MiB]"},
   };
   return history;
+}
+
+ObjectSchema concurrent_schema() {
+  ObjectSchema group{.description = "Benchmarks whose points start together", .fields = {}};
+  group.fields = {kNameField,
+                  {.name = "benchmarks",
+                   .kind = ValueKind::kList,
+                   .description = "Benchmark entries with as many points and repetitions each; "
+                                  "the k-th point of each starts with the k-th of the others",
+                   .required = true,
+                   .element = ValueKind::kString}};
+  return group;
 }
 
 ObjectSchema ab_pair_schema() {
@@ -154,11 +191,29 @@ void validate_benchmarks(const Platform& platform, const YAML::Node& benchmarks,
       continue;
     }
     const Benchmark* tool = platform.tool(scalar_text(benchmarks[i]["tool"]));
-    validate(benchmarks[i], benchmark_schema_for(platform, tool), file, path, out);
+    ObjectSchema schema = benchmark_schema_for(platform, tool);
+    if (benchmarks[i]["tenants"] && benchmarks[i]["tenants"].IsScalar()) {
+      // `tenants: N`: the count form of the same key.
+      for (auto& field : schema.fields) {
+        if (field.name == "tenants") {
+          field = tenant_count_field();
+        }
+      }
+    }
+    validate(benchmarks[i], schema, file, path, out);
   }
 }
 
 }  // namespace
+
+const FieldSchema& tenant_count_field() {
+  static const FieldSchema field{.name = "tenants",
+                                 .kind = ValueKind::kInteger,
+                                 .description = "How many tenants run every point at once",
+                                 .minimum = 1,
+                                 .maximum = kMaxTenants};
+  return field;
+}
 
 const FieldSchema& host_instance_field() {
   return kInstanceField;
@@ -221,11 +276,15 @@ ObjectSchema benchmark_schema_for(const Platform& platform, const Benchmark* too
        .enum_values = names_of(platform.tools, [](const Benchmark& b) { return b.tool(); })},
       {.name = "server",
        .kind = ValueKind::kString,
-       .description = "Host that runs the server side"},
+       .description = "Host that runs the server side; with `tenants: N`, a list of N hosts",
+       .matrix = true},
       {.name = "client",
        .kind = ValueKind::kString,
-       .description = "Host that runs the client side (the only side of single-host tools)",
-       .required = true},
+       .description = "Host that runs the client side (the only side of single-host tools); "
+                      "with `tenants: N`, a list of N hosts; required unless `tenants:` lists "
+                      "the pairs",
+       .matrix = true},
+      tenants_field(),
       {.name = "repetitions",
        .kind = ValueKind::kInteger,
        .description = "Samples per point",
@@ -286,6 +345,10 @@ ObjectSchema top_level_schema(const Platform& platform) {
        .description = "Emulator instances started for the run"},
       {.name = "history", .kind = ValueKind::kObject, .object = object(history_schema())},
       {.name = "ab_pairs", .kind = ValueKind::kList, .object = object(ab_pair_schema())},
+      {.name = "concurrent",
+       .kind = ValueKind::kList,
+       .description = "Groups of benchmarks run at the same time",
+       .object = object(concurrent_schema())},
   };
   for (const auto* provider : platform.providers) {
     if (const ObjectSchema* settings = provider->settings_schema()) {

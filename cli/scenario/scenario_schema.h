@@ -31,6 +31,10 @@ ObjectSchema step_schema_for(const Platform& platform, const SetupStep& step);
 ObjectSchema benchmark_schema_for(const Platform& platform, const Benchmark* tool);
 // `hosts[].instance`, for the check that the named instance exists.
 const FieldSchema& host_instance_field();
+// `benchmarks[].tenants` in its count form (`tenants: 4`); the list form is in the entry's
+// schema.
+inline constexpr int kMaxTenants = 64;
+const FieldSchema& tenant_count_field();
 
 // Validates the whole document against its schema, each entry against its component's,
 // appending every problem found.

@@ -8,6 +8,7 @@
 #include "common/edit_distance.h"
 #include "emulators/emulator_kind.h"
 #include "hosts/provider.h"
+#include "plan/plan.h"
 #include "platform/platform.h"
 #include "scenario/scenario.h"
 #include "scenario/scenario_schema.h"
@@ -59,7 +60,14 @@ class HostReferences {
   HostReferences(std::vector<std::string> names, const std::string& file, Diagnostics& out)
       : names_(std::move(names)), file_(file), out_(out) {}
 
+  // A host name, or each name of a host list.
   void check(const YAML::Node& node, const std::string& path) const {
+    if (node && node.IsSequence()) {
+      for (std::size_t i = 0; i < node.size(); ++i) {
+        check(node[i], fmt::format("{}[{}]", path, i));
+      }
+      return;
+    }
     if (!node || !node.IsScalar() || contains(names_, node.Scalar())) {
       return;
     }
@@ -76,6 +84,78 @@ class HostReferences {
   Diagnostics& out_;
 };
 
+std::size_t hosts_given(const YAML::Node& hosts) {
+  return hosts.IsSequence() ? hosts.size() : 1;
+}
+
+// `tenants: N` over the `server:` and `client:` lists (one host alone serves every tenant).
+void check_tenant_count(const YAML::Node& entry, const std::string& path, const std::string& file,
+                        Diagnostics& out) {
+  const YAML::Node& count_node = entry["tenants"];
+  std::optional<long long> count = integer_value(count_node, tenant_count_field());
+  if (!count) {
+    return;  // the schema check reports it
+  }
+  for (const char* side : {"server", "client"}) {
+    const YAML::Node& hosts = entry[side];
+    if (hosts && hosts.IsSequence() && hosts.size() < static_cast<std::size_t>(*count)) {
+      out.push_back(diagnostic_at(
+          hosts, file, fmt::format("{}.{}", path, side),
+          fmt::format("tenants: {} takes the i-th {} of this list, which names {} host{}", *count,
+                      side, hosts.size(), hosts.size() == 1 ? "" : "s")));
+    }
+  }
+  for (long long i = 0; i < *count && entry["server"] && entry["client"]; ++i) {
+    auto nth = [&](const char* side) {
+      const YAML::Node& hosts = entry[side];
+      std::size_t at = static_cast<std::size_t>(i);
+      return hosts.IsSequence() ? (at < hosts.size() ? scalar_text(hosts[at]) : "")
+                                : scalar_text(hosts);
+    };
+    if (*count > 1 && !nth("server").empty() && nth("server") == nth("client")) {
+      out.push_back(diagnostic_at(
+          entry["client"], file, path + ".client",
+          fmt::format("tenant t{} has {} as its server and its client: each tenant's pair is two "
+                      "hosts",
+                      i + 1, nth("client"))));
+    }
+  }
+}
+
+// `tenants:` as a list of pairs: the hosts are there, not in `server:` and `client:`.
+void check_tenant_list(const YAML::Node& entry, const std::string& path,
+                       const HostReferences& hosts, const std::string& file, Diagnostics& out) {
+  const YAML::Node& tenants = entry["tenants"];
+  if (tenants.size() == 0) {
+    out.push_back(diagnostic_at(tenants, file, path + ".tenants",
+                                "expected at least one tenant, found an empty list"));
+  }
+  for (const char* side : {"server", "client"}) {
+    if (entry[side]) {
+      out.push_back(diagnostic_at(
+          entry[side], file, fmt::format("{}.{}", path, side),
+          fmt::format("'{}' and a list of tenants: give each tenant's {} in `tenants:`", side,
+                      side)));
+    }
+  }
+  for (std::size_t t = 0; t < tenants.size(); ++t) {
+    if (!tenants[t].IsMap()) {
+      continue;
+    }
+    std::string at = fmt::format("{}.tenants[{}]", path, t);
+    hosts.check(tenants[t]["server"], at + ".server");
+    hosts.check(tenants[t]["client"], at + ".client");
+    std::string server = scalar_text(tenants[t]["server"]);
+    if (tenants.size() > 1 && !server.empty() && server == scalar_text(tenants[t]["client"])) {
+      out.push_back(diagnostic_at(
+          tenants[t], file, at,
+          fmt::format("tenant {} has {} as its server and its client: each tenant's pair is two "
+                      "hosts",
+                      t + 1, server)));
+    }
+  }
+}
+
 void check_benchmarks(const Platform& platform, const YAML::Node& benchmarks,
                       const HostReferences& hosts, const std::string& file, Diagnostics& out) {
   for (std::size_t i = 0; i < benchmarks.size(); ++i) {
@@ -86,9 +166,34 @@ void check_benchmarks(const Platform& platform, const YAML::Node& benchmarks,
     std::string path = fmt::format("benchmarks[{}]", i);
     hosts.check(entry["server"], path + ".server");
     hosts.check(entry["client"], path + ".client");
+    const YAML::Node& tenants = entry["tenants"];
+    bool tenant_list = tenants && tenants.IsSequence();
+    if (tenant_list) {
+      check_tenant_list(entry, path, hosts, file, out);
+    } else if (tenants && tenants.IsScalar()) {
+      check_tenant_count(entry, path, file, out);
+    } else {
+      for (const char* side : {"server", "client"}) {
+        if (entry[side] && hosts_given(entry[side]) > 1) {
+          out.push_back(diagnostic_at(
+              entry[side], file, fmt::format("{}.{}", path, side),
+              fmt::format("a list of {} hosts needs `tenants: N` (tenant i runs on the i-th)",
+                          side)));
+        }
+      }
+    }
+    if (!tenant_list && !entry["client"]) {
+      out.push_back(diagnostic_at(entry, file, path + ".client",
+                                  "missing required key 'client' (a host name, or `tenants:` "
+                                  "listing server/client pairs)"));
+    }
     // A server and client on one host is allowed (loopback runs).
     const Benchmark* tool = platform.tool(scalar_text(entry["tool"]));
-    if (tool != nullptr && tool->needs_server() && !entry["server"]) {
+    bool has_server =
+        tenant_list ? std::all_of(tenants.begin(), tenants.end(),
+                                  [](const YAML::Node& t) { return t.IsMap() && t["server"]; })
+                    : static_cast<bool>(entry["server"]);
+    if (tool != nullptr && tool->needs_server() && !has_server) {
       out.push_back(
           diagnostic_at(entry, file, path,
                         fmt::format("missing required key 'server': {} runs a server and a client",
@@ -117,6 +222,41 @@ void check_ab_pairs(const YAML::Node& pairs, const std::vector<std::string>& ben
       if (ref && ref.IsScalar() && !contains(benchmark_names, ref.Scalar())) {
         out.push_back(diagnostic_at(ref, file, fmt::format("ab_pairs[{}].{}", i, side),
                                     fmt::format("no benchmark named '{}'", ref.Scalar())));
+      }
+    }
+  }
+}
+
+// `concurrent:` names benchmarks that exist, at least two per group, each in one group.
+void check_concurrent(const YAML::Node& groups, const std::vector<std::string>& benchmark_names,
+                      const std::string& file, Diagnostics& out) {
+  std::set<std::string> grouped;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const YAML::Node& names = groups[i].IsMap() ? groups[i]["benchmarks"] : YAML::Node();
+    if (!is_list(names)) {
+      continue;
+    }
+    std::string path = fmt::format("concurrent[{}].benchmarks", i);
+    if (names.size() < 2) {
+      out.push_back(diagnostic_at(names, file, path,
+                                  "a concurrent group runs at least two benchmarks together"));
+    }
+    for (std::size_t j = 0; j < names.size(); ++j) {
+      const YAML::Node& name = names[j];
+      if (!name.IsScalar()) {
+        continue;
+      }
+      std::string at = fmt::format("{}[{}]", path, j);
+      if (!contains(benchmark_names, name.Scalar())) {
+        std::string message = fmt::format("no benchmark named '{}'", name.Scalar());
+        if (auto guess = closest_match(name.Scalar(), benchmark_names); !guess.empty()) {
+          message += fmt::format("; did you mean '{}'?", guess);
+        }
+        out.push_back(diagnostic_at(name, file, at, message));
+      } else if (!grouped.insert(name.Scalar()).second) {
+        out.push_back(diagnostic_at(
+            name, file, at,
+            fmt::format("benchmark '{}' is already in a concurrent group", name.Scalar())));
       }
     }
   }
@@ -172,6 +312,9 @@ void check_references(const Platform& platform, const YAML::Node& root, const st
   if (is_list(root["ab_pairs"])) {
     check_ab_pairs(root["ab_pairs"], benchmark_names, file, out);
   }
+  if (is_list(root["concurrent"])) {
+    check_concurrent(root["concurrent"], benchmark_names, file, out);
+  }
   if (root["name"] && root["name"].IsScalar() && !valid_scenario_name(root["name"].Scalar())) {
     out.push_back(diagnostic_at(root["name"], file, "name",
                                 fmt::format("expected letters, digits, '.', '_' or '-' (it names "
@@ -190,6 +333,39 @@ void check_with_providers(const Platform& platform, const Scenario& scenario, Di
     }
     if (!mine.empty()) {
       provider->check(mine, scenario.settings, out);
+    }
+  }
+}
+
+void check_concurrent_points(const Platform& platform, const Scenario& scenario, Diagnostics& out) {
+  for (std::size_t i = 0; i < scenario.concurrent.size(); ++i) {
+    const ConcurrentGroup& group = scenario.concurrent[i];
+    const BenchmarkEntry* first = nullptr;
+    std::size_t first_points = 0;
+    for (std::size_t j = 0; j < group.benchmarks.size(); ++j) {
+      auto entry =
+          std::find_if(scenario.benchmarks.begin(), scenario.benchmarks.end(),
+                       [&](const BenchmarkEntry& e) { return e.name == group.benchmarks[j]; });
+      if (entry == scenario.benchmarks.end()) {
+        continue;
+      }
+      std::size_t points =
+          expand_params(entry->params, platform.tool(entry->tool)->params()).size();
+      if (first == nullptr) {
+        first = &*entry;
+        first_points = points;
+        continue;
+      }
+      if (points != first_points || entry->repetitions != first->repetitions) {
+        const YAML::Node node = scenario.root["concurrent"][i]["benchmarks"][j];
+        out.push_back(diagnostic_at(
+            node, scenario.file.string(), fmt::format("concurrent[{}].benchmarks[{}]", i, j),
+            fmt::format("{} has {} point{} of {} repetition{}, {} has {} of {}: the points of a "
+                        "concurrent group start in pairs",
+                        entry->name, points, points == 1 ? "" : "s", entry->repetitions,
+                        entry->repetitions == 1 ? "" : "s", first->name, first_points,
+                        first->repetitions)));
+      }
     }
   }
 }

@@ -22,6 +22,10 @@ void check_references(const Platform& platform, const YAML::Node& root, const st
 // of a document that passed every other check.
 void check_with_providers(const Platform& platform, const Scenario& scenario, Diagnostics& out);
 
+// `concurrent:` groups on the typed scenario: their benchmarks have as many points and
+// repetitions each, so that the k-th points start together.
+void check_concurrent_points(const Platform& platform, const Scenario& scenario, Diagnostics& out);
+
 // What is allowed but probably not meant, as warnings (e.g. a runner class rocm-ernic's
 // publisher does not chart).
 void check_for_warnings(const YAML::Node& root, const std::string& file, Diagnostics& out);

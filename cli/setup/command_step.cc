@@ -8,7 +8,7 @@ namespace {
 
 using setup::field;
 
-const ObjectSchema& schema_of_step() {
+const ObjectSchema& command_step_schema() {
   static const ObjectSchema schema = [] {
     FieldSchema run = field("run", ValueKind::kString, "Shell command to run (sh -c)");
     run.required = true;
@@ -44,7 +44,7 @@ class CommandStep : public SetupStep {
     return "Runs a shell command on the host; `unless` skips it when already done, `verify` "
            "checks the result";
   }
-  const ObjectSchema& schema() const override { return schema_of_step(); }
+  const ObjectSchema& schema() const override { return command_step_schema(); }
 
   std::vector<std::string> describe(const Config& config, const Host& host) const override {
     std::vector<std::string> lines;

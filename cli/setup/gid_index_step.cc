@@ -19,7 +19,7 @@ using setup::field;
 // "INDEX<TAB>GID<TAB>TYPE" for every GID slot in use (the type file of an unused slot cannot be
 // read). Only shell builtins inside the loop: a table has up to 1024 slots (rxe's has), and a
 // process per slot takes minutes on a guest under TCG.
-constexpr const char* kListScript = R"sh(p="$1/class/infiniband/$2/ports/$3"
+constexpr const char* kGidTableScript = R"sh(p="$1/class/infiniband/$2/ports/$3"
 if [ ! -d "$p/gids" ]; then echo "no GID table at $p/gids" >&2; exit 3; fi
 for g in "$p"/gids/*; do
   i=${g##*/}
@@ -31,7 +31,7 @@ for g in "$p"/gids/*; do
   printf '%s\t%s\t%s\n' "$i" "$v" "$t"
 done)sh";
 
-const ObjectSchema& schema_of_step() {
+const ObjectSchema& gid_index_step_schema() {
   static const ObjectSchema schema = [] {
     FieldSchema device = field("device", ValueKind::kString, "RDMA device");
     device.default_text = "the fact rdma_device (from rdma-device or soft-roce)";
@@ -95,7 +95,7 @@ class GidIndexStep : public SetupStep {
     return "Looks up the GID index of the host's test address in "
            "/sys/class/infiniband/DEV/ports/N/gids and gid_attrs/types, preferring RoCE v2";
   }
-  const ObjectSchema& schema() const override { return schema_of_step(); }
+  const ObjectSchema& schema() const override { return gid_index_step_schema(); }
 
   std::vector<std::string> recorded_facts() const override {
     return {"gid_index", "gid", "gid_type"};
@@ -121,7 +121,7 @@ class GidIndexStep : public SetupStep {
     }
     std::string root = setup::sysfs_root(config, facts);
     CommandResult listing =
-        setup::run_script_checked(host, kind(), "reading the GID table", kListScript,
+        setup::run_script_checked(host, kind(), "reading the GID table", kGidTableScript,
                                   {root, settings.device, settings.port}, nullptr);
     std::vector<GidEntry> entries = parse_gid_listing(listing.out);
     auto chosen = choose_gid(entries, settings.address, settings.prefer_v2);

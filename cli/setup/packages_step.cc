@@ -15,7 +15,7 @@ constexpr const char* kMissing = R"sh(for p in "$@"; do
   case "$s" in ii*) ;; *) echo "$p";; esac
 done)sh";
 
-const ObjectSchema& schema_of_step() {
+const ObjectSchema& packages_step_schema() {
   static const ObjectSchema schema = [] {
     FieldSchema names = field("names", ValueKind::kList, "Debian packages to install");
     names.element = ValueKind::kString;
@@ -71,7 +71,7 @@ class PackagesStep : public SetupStep {
     return "Installs Debian packages (apt-get install, waiting up to lock_timeout for the dpkg "
            "lock); skips what is installed and checks with dpkg-query afterwards";
   }
-  const ObjectSchema& schema() const override { return schema_of_step(); }
+  const ObjectSchema& schema() const override { return packages_step_schema(); }
   std::vector<Benchmark::Program> programs() const override {
     return {{"apt-get", "apt"}, {"dpkg-query", "dpkg"}};
   }

@@ -15,7 +15,7 @@ using setup::field;
 
 // One line per device under SYSFS/class/infiniband; the PCI identity comes from the device's
 // parent (DEV/device/), which software devices do not have.
-constexpr const char* kListScript = R"sh(dir="$1/class/infiniband"
+constexpr const char* kDeviceListScript = R"sh(dir="$1/class/infiniband"
 [ -d "$dir" ] || exit 0
 for d in "$dir"/*; do
   [ -e "$d" ] || continue
@@ -23,7 +23,7 @@ for d in "$dir"/*; do
   printf '%s %s %s %s %s\n' "${d##*/}" "$(r vendor)" "$(r device)" "$(r subsystem_vendor)" "$(r subsystem_device)"
 done)sh";
 
-const ObjectSchema& schema_of_step() {
+const ObjectSchema& rdma_device_step_schema() {
   static const ObjectSchema schema = [] {
     auto pci = std::make_shared<ObjectSchema>();
     pci->description = "PCI identity to match, hex (0x1dd8 or 1dd8); all four must match";
@@ -92,7 +92,7 @@ class RdmaDeviceStep : public SetupStep {
     return "Finds the RDMA device by PCI identity (vendor, device, subsystem vendor, subsystem "
            "device) or by name in /sys/class/infiniband; fails listing what it found";
   }
-  const ObjectSchema& schema() const override { return schema_of_step(); }
+  const ObjectSchema& schema() const override { return rdma_device_step_schema(); }
 
   std::vector<std::string> recorded_facts() const override { return {"rdma_device"}; }
   std::vector<std::string> describe(const Config& config, const Host& host) const override {
@@ -105,7 +105,7 @@ class RdmaDeviceStep : public SetupStep {
     Wanted wanted = wanted_of(config);
     std::string root = setup::sysfs_root(config, facts);
     CommandResult listing = setup::run_script_checked(host, kind(), "listing RDMA devices",
-                                                      kListScript, {root}, nullptr);
+                                                      kDeviceListScript, {root}, nullptr);
     std::vector<RdmaDeviceEntry> devices = parse_rdma_listing(listing.out);
     std::vector<const RdmaDeviceEntry*> matches;
     for (const RdmaDeviceEntry& device : devices) {

@@ -22,7 +22,7 @@ while [ "$i" -lt "$2" ]; do
 done
 echo "$out" >&2; exit 1)sh";
 
-const ObjectSchema& schema_of_step() {
+const ObjectSchema& soft_roce_step_schema() {
   static const ObjectSchema schema = [] {
     FieldSchema netdev = field("netdev", ValueKind::kString, "Network device to run RoCE on");
     netdev.default_text = "the interface holding the host's test address";
@@ -49,7 +49,7 @@ class SoftRoceStep : public SetupStep {
     return "Creates a Soft-RoCE device (modprobe rdma_rxe; rdma link add rxe0 type rxe netdev "
            "DEV) when the host has no RDMA device, and waits until its port is ACTIVE";
   }
-  const ObjectSchema& schema() const override { return schema_of_step(); }
+  const ObjectSchema& schema() const override { return soft_roce_step_schema(); }
   std::vector<Benchmark::Program> programs() const override {
     return {{"rdma", "iproute2"}, {"modprobe", "kmod"}};
   }

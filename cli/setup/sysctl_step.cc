@@ -14,7 +14,7 @@ using setup::field;
 constexpr const char* kRead = R"sh(cat "/proc/sys/$1")sh";
 constexpr const char* kWrite = R"sh(printf '%s\n' "$2" > "/proc/sys/$1")sh";
 
-const ObjectSchema& schema_of_step() {
+const ObjectSchema& sysctl_step_schema() {
   static const ObjectSchema schema = [] {
     FieldSchema values = field("values", ValueKind::kStringMap,
                                "Kernel parameters set to exactly these values, e.g. "
@@ -89,7 +89,7 @@ class SysctlStep : public SetupStep {
     return "Sets kernel parameters (exact values or minimums) and verifies them by reading "
            "them back";
   }
-  const ObjectSchema& schema() const override { return schema_of_step(); }
+  const ObjectSchema& schema() const override { return sysctl_step_schema(); }
 
   std::vector<std::string> describe(const Config& config, const Host& host) const override {
     std::vector<std::string> lines;

@@ -60,6 +60,40 @@ nlohmann::json make_point(const std::string& id, const std::string& tool,
   return point;
 }
 
+nlohmann::json make_ladder_record(const std::string& run_id) {
+  nlohmann::json send = {{"verb", "send"}, {"size", "4096"}};
+  nlohmann::json points = nlohmann::json::array();
+  points.push_back(make_point("bw[verb=send,size=4096]", "perftest", send, "bw_avg_GBs", "GB/s",
+                              "higher", {3.0, 3.2}));
+  points[0]["samples"][0]["metrics"]["time_to_first_rts_ms"] = 12.5;
+  points[0]["samples"][1]["metrics"]["time_to_first_rts_ms"] = 13.5;
+  points[0]["metrics"]["time_to_first_rts_ms"] = {{"unit", "ms"}, {"better", "lower"}};
+  nlohmann::json sustained = send;
+  sustained["sustained"] = "true";
+  points.push_back(make_point("soak[verb=send,size=4096]", "perftest", sustained, "bw_avg_GBs",
+                              "GB/s", "higher", {2.5, 2.7}));
+  points.push_back(make_point("tenants[verb=send,size=4096]", "perftest", send, "bw_avg_GBs",
+                              "GB/s", "higher", {1.5, 1.4}));
+  points.push_back(make_point("lat[verb=send,size=4096]", "perftest", send, "lat_typical_us", "us",
+                              "lower", {5.0}));
+  points.push_back(make_point("lat-loaded[verb=send,size=4096]", "perftest", send, "lat_typical_us",
+                              "us", "lower", {9.0, 9.4}));
+  for (std::size_t multi : {2, 4}) {
+    points[multi]["samples"][0]["tenant"] = 1;
+    points[multi]["samples"][1]["tenant"] = 2;
+    points[multi]["samples"][1]["rep"] = 1;
+  }
+  points[2]["summary"]["jain_index"] = {{"n", 1},       {"median", 0.998}, {"mean", 0.998},
+                                        {"min", 0.998}, {"max", 0.998},    {"p99", 0.998}};
+  points[2]["metrics"]["jain_index"] = {{"unit", ""}, {"better", "higher"}};
+  auto record = make_record(run_id, "2026-11-30 05:40:00 UTC", "local", points);
+  record["ernicctl"]["ab_pairs"] = {{{"name", "latency under load"},
+                                     {"a", "lat[verb=send,size=4096]"},
+                                     {"b", "lat-loaded[verb=send,size=4096]"},
+                                     {"metric", "lat_typical_us"}}};
+  return record;
+}
+
 nlohmann::json make_record(const std::string& run_id, const std::string& generated,
                            const std::string& runner, nlohmann::json points,
                            const std::string& status, const std::string& scenario) {

@@ -37,6 +37,12 @@ nlohmann::json make_record(const std::string& run_id, const std::string& generat
                            const std::string& status = "passed",
                            const std::string& scenario = "quickstart");
 
+// A record with figures of every rung: hosts with T_init (1); bw[verb=send,size=4096] with its
+// bandwidth (3) and time_to_first_rts_ms (2); soak[...] with sustained: true (4);
+// tenants[...] on two tenants with a jain_index (5); lat[...] alone (3) and lat-loaded[...] on
+// two tenants (5), an A/B pair across rungs.
+nlohmann::json make_ladder_record(const std::string& run_id);
+
 // What running the ernicctl binary printed and returned.
 struct CommandOutcome {
   int exit_code = -1;

@@ -1,6 +1,8 @@
 #pragma once
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -40,10 +42,33 @@ inline std::vector<std::string> namespaces() {
   return names;
 }
 
+// A process's start time in clock ticks since boot (field 22 of /proc/PID/stat, counted after
+// the command name, which may itself hold spaces and parentheses); 0 when unreadable.
+inline unsigned long long process_start_ticks(const std::string& stat) {
+  auto paren = stat.rfind(')');
+  if (paren == std::string::npos) {
+    return 0;
+  }
+  std::istringstream fields(stat.substr(paren + 2));
+  std::string field;
+  for (int index = 3; index < 22 && fields >> field; ++index) {
+  }
+  unsigned long long ticks = 0;
+  fields >> ticks;
+  return ticks;
+}
+
 // Running processes (zombies do not count: an orphan's zombie lasts until the machine's init
-// reaps it, maybe late) for which `matches(pid directory)` holds.
+// reaps it, maybe late) for which `matches(pid directory)` holds. Processes older than this test
+// binary are not its leftovers (on a shared machine, other jobs run the same tools) and do not
+// count.
 template <typename Match>
 int count_running_processes(Match matches) {
+  static const unsigned long long test_started = [] {
+    std::ifstream self("/proc/self/stat");
+    std::string stat((std::istreambuf_iterator<char>(self)), std::istreambuf_iterator<char>());
+    return process_start_ticks(stat);
+  }();
   int count = 0;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     std::string pid = entry.path().filename().string();
@@ -54,7 +79,8 @@ int count_running_processes(Match matches) {
     std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
     auto paren = stat.rfind(')');
     bool zombie = paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
-    if (!stat.empty() && !zombie && matches(entry.path())) {
+    if (!stat.empty() && !zombie && process_start_ticks(stat) >= test_started &&
+        matches(entry.path())) {
       ++count;
     }
   }

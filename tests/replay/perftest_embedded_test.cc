@@ -72,6 +72,11 @@ history:
     if (point["params"]["mode"] == "lat") {
       CHECK(metrics["lat_min_us"].get<double>() <= metrics["lat_typical_us"].get<double>());
       CHECK(metrics["lat_typical_us"].get<double>() <= metrics["lat_max_us"].get<double>());
+      // -H: every iteration's latency, kept as a sketch of the 100 values.
+      const auto& latencies = point["samples"][0]["distributions"]["lat_us"];
+      CHECK(latencies["n"] == 100);
+      CHECK(latencies["min"].get<double>() ==
+            Approx(metrics["lat_min_us"].get<double>()).epsilon(0.01));
     } else {
       CHECK(metrics["bw_avg_GBs"].get<double>() > 0);
     }

@@ -104,9 +104,14 @@ std::unique_ptr<RunningCommand> FakeHost::start(const CommandSpec& spec, OutputS
   return std::make_unique<FakeCommand>(std::move(script), spec.timeout);
 }
 
-bool FakeHost::is_listening(std::uint16_t /*port*/) {
+bool FakeHost::is_listening(std::uint16_t port) {
   ++world_.polls[name_];
-  return server_.listens && !server_.exits_early && server_polls_++ >= server_.polls_to_ready;
+  bool listening =
+      server_.listens && !server_.exits_early && server_polls_++ >= server_.polls_to_ready;
+  if (listening) {
+    world_.log(fmt::format("listening on {}:{}", name_, port));
+  }
+  return listening;
 }
 
 std::vector<std::string> FakeProvider::planned_addresses(const std::vector<HostSpec>& hosts,

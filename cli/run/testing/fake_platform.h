@@ -60,6 +60,7 @@ class FakeHost final : public Host {
   void upload(std::string_view, const std::string& path, int) override {
     world_.log("upload " + path + " to " + name_);
   }
+  // Logs "listening on HOST:PORT" when it answers yes.
   bool is_listening(std::uint16_t port) override;
   std::string check_alive() override { return world_.vanished; }
   bool has_program(const std::string&) override { return true; }

@@ -1,0 +1,22 @@
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "history/history_record.h"
+#include "run/run_result.h"
+
+namespace ernic {
+
+// The point metric a record's summary carries for Jain's index.
+inline constexpr const char* kJainIndexMetric = "jain_index";
+
+// Jain's index over a point's tenants, for its headline metric when that is a throughput
+// (higher is better), in every repetition all tenants passed, and its spread over the
+// repetitions. nullopt for a point with one tenant, a latency headline, or no such repetition.
+std::optional<FairnessRecord> point_fairness(const PointResult& result);
+
+// "J 0.998, shares 0.24-0.26", for the point's summary line.
+std::string describe_fairness(const FairnessRecord& fairness);
+
+}  // namespace ernic
