@@ -11,7 +11,7 @@ namespace {
 
 using tool_text::line_of_offset;
 
-constexpr const char* kTool = "iperf3";
+constexpr const char* kIperf3Tool = "iperf3";
 
 // Finds the end of the JSON object starting at `begin` by matching braces outside strings.
 std::size_t object_end(std::string_view text, std::size_t begin) {
@@ -109,7 +109,7 @@ Iperf3Result from_document(const nlohmann::json& doc, std::vector<std::string> n
                            int first_line) {
   if (doc.contains("error") && doc["error"].is_string() &&
       !doc["error"].get<std::string>().empty()) {
-    throw ParseError(kTool, first_line,
+    throw ParseError(kIperf3Tool, first_line,
                      fmt::format("iperf3 reported an error: {}", doc["error"].get<std::string>()));
   }
   Iperf3Result result;
@@ -158,7 +158,7 @@ Iperf3Result from_document(const nlohmann::json& doc, std::vector<std::string> n
         break;
       }
     }
-    throw ParseError(kTool, first_line, reason);
+    throw ParseError(kIperf3Tool, first_line, reason);
   }
   return result;
 }
@@ -173,7 +173,7 @@ Iperf3Result from_stream(std::string_view /*text*/,
     std::string name = event.value("event", "");
     const auto& data = event.contains("data") ? event["data"] : nlohmann::json();
     if (name == "error") {
-      throw ParseError(kTool, line,
+      throw ParseError(kIperf3Tool, line,
                        fmt::format("iperf3 reported an error: {}",
                                    data.is_string() ? data.get<std::string>() : data.dump()));
     }
@@ -230,7 +230,7 @@ Iperf3Result parse_iperf3(std::string_view text) {
     return parse_iperf3_unchecked(text);
   } catch (const nlohmann::json::exception& e) {
     // Valid JSON of the wrong shape (a number where iperf3 writes an object): not a result.
-    throw ParseError(kTool, 0,
+    throw ParseError(kIperf3Tool, 0,
                      fmt::format("the JSON does not have iperf3's structure ({})", e.what()));
   }
 }
@@ -254,20 +254,20 @@ Iperf3Result parse_iperf3_unchecked(std::string_view text) {
     auto lines = text_lines(text);
     std::string said =
         lines.empty() ? "the output is empty" : fmt::format("it says: {}", lines.front());
-    throw ParseError(kTool, 0,
+    throw ParseError(kIperf3Tool, 0,
                      fmt::format("no JSON result found (was iperf3 run with -J?); {}", said));
   }
   std::vector<std::string> notes = text_lines(text.substr(0, begin));
   std::size_t end = object_end(text, begin);
   if (end == std::string_view::npos) {
-    throw ParseError(kTool, line_of_offset(text, begin),
+    throw ParseError(kIperf3Tool, line_of_offset(text, begin),
                      "the JSON result is cut short (no closing brace)");
   }
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(replace_non_finite(text.substr(begin, end - begin)));
   } catch (const nlohmann::json::parse_error& e) {
-    throw ParseError(kTool, line_of_offset(text, begin),
+    throw ParseError(kIperf3Tool, line_of_offset(text, begin),
                      fmt::format("the JSON result is not valid: {}", e.what()));
   }
   if (doc.contains("event")) {
@@ -287,7 +287,7 @@ Iperf3Result parse_iperf3_unchecked(std::string_view text) {
                             nlohmann::json::parse(replace_non_finite(
                                 text.substr(object_begin, object_finish - object_begin))));
       } catch (const nlohmann::json::parse_error&) {
-        throw ParseError(kTool, line_of_offset(text, object_begin),
+        throw ParseError(kIperf3Tool, line_of_offset(text, object_begin),
                          "a --json-stream event is not valid JSON");
       }
       pos = object_finish;

@@ -7,7 +7,7 @@
 namespace ernic {
 namespace {
 
-constexpr std::string_view kTool = "perftest";
+constexpr std::string_view kPerftestTool = "perftest";
 
 // Bytes per second per unit of a bandwidth column.
 std::optional<double> bytes_per_second(std::string_view unit) {
@@ -150,10 +150,14 @@ nlohmann::json perftest_output_to_json(const PerftestOutput& output) {
                       {"complete", table.closed && !table.rows.empty()},
                       {"rows", rows}});
   }
-  nlohmann::json data = {{"tool", kTool}, {"tables", tables}, {"warnings", output.warnings}};
+  nlohmann::json data = {
+      {"tool", kPerftestTool}, {"tables", tables}, {"warnings", output.warnings}};
   if (!output.error.empty()) {
     data["error"] = output.error;
     data["error_line"] = output.error_line;
+  }
+  if (output.time_to_first_rts_ms) {
+    data["time_to_first_rts_ms"] = *output.time_to_first_rts_ms;
   }
   return data;
 }
@@ -163,13 +167,13 @@ ParsedFile parse_perftest_file(std::string_view text) {
   ParsedFile file;
   file.data = perftest_output_to_json(output);
   if (!output.error.empty()) {
-    file.error = fmt::format("{}: {}", kTool, output.error);
+    file.error = fmt::format("{}: {}", kPerftestTool, output.error);
   }
   return file;
 }
 
 OutputParser perftest_output_parser() {
-  return {std::string(kTool),
+  return {std::string(kPerftestTool),
           "perftest ib_{send,write,read}_{bw,lat} text output (either side, or both merged)",
           &parse_perftest_file};
 }

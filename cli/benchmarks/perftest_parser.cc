@@ -197,6 +197,9 @@ class Parser {
       add_error(line);
       return;
     }
+    if (read_runtime_start_line(line)) {
+      return;
+    }
     if (is_known_warning(line)) {
       output_.warnings.push_back(fmt::format("line {}: {}", line_number_, printable(line)));
       return;
@@ -221,6 +224,23 @@ class Parser {
     return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
       return x.name == y.name && x.unit == y.unit;
     });
+  }
+
+  bool read_runtime_start_line(std::string_view line) {
+    constexpr std::string_view kPrefix = "Time to first QP in RTS:";
+    if (!line.starts_with(kPrefix)) {
+      return false;
+    }
+    std::vector<std::string_view> words = split_words(line.substr(kPrefix.size()));
+    std::optional<double> value = words.size() == 2 && words[1] == "ms"
+                                      ? tool_text::parse_finite_number(words[0])
+                                      : std::nullopt;
+    if (value) {
+      output_.time_to_first_rts_ms = *value;
+    } else {
+      output_.warnings.push_back(fmt::format("line {}: {}", line_number_, printable(line)));
+    }
+    return true;
   }
 
   // -H/--report-histogram: "#, usec" then one "N, value" line per iteration, before the row

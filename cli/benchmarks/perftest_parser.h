@@ -68,6 +68,9 @@ struct PerftestOutput {
   // cut short. Empty when every table is complete. Tables read before the error are kept.
   std::string error;
   int error_line = 0;
+  // The embedded load generator's ` Time to first QP in RTS: 12.34 ms` (rung 2: the runtime
+  // start, from process start to the first queue pair ready to send). Real perftest prints none.
+  std::optional<double> time_to_first_rts_ms;
 
   bool ok() const { return error.empty() && !tables.empty(); }
   // The first table of `side`, or nullptr.

@@ -111,5 +111,23 @@ TEST_CASE("perftest per-second rows: the last row of a size is the result, the o
   CHECK_FALSE(perftest_row_distribution(client, client.rows.at(0)));
 }
 
+TEST_CASE("the load generator's rung-2 line is read, and a malformed one is a warning",
+          "[perftest][parser]") {
+  std::string printed = std::string(kPerSecondOutput) + " Time to first QP in RTS: 12.34 ms\n";
+  PerftestOutput output = parse_perftest_output(printed);
+  REQUIRE(output.ok());
+  REQUIRE(output.time_to_first_rts_ms);
+  CHECK(*output.time_to_first_rts_ms == Approx(12.34));
+  CHECK(output.warnings.empty());
+  PerftestOutput garbled =
+      parse_perftest_output(std::string(kPerSecondOutput) + " Time to first QP in RTS: soon\n");
+  CHECK_FALSE(garbled.time_to_first_rts_ms);
+  REQUIRE(garbled.warnings.size() == 1);
+  CHECK_THAT(garbled.warnings[0], Catch::Contains("Time to first QP in RTS: soon"));
+  // real perftest prints no such line
+  CHECK_FALSE(
+      parse_perftest_output(read_sample("ib_write_bw_s65536.client.txt")).time_to_first_rts_ms);
+}
+
 }  // namespace
 }  // namespace ernic

@@ -15,6 +15,7 @@
 #include "history/statistics.h"
 #include "hosts/process_command.h"
 #include "run/fairness.h"
+#include "run/sustained.h"
 
 namespace ernic {
 namespace {
@@ -134,7 +135,11 @@ PointRecord point_record(const PointResult& result, const RunResult& run) {
   if (!result.server_command.empty()) {
     out.commands["server"] = result.server_command;
   }
-  for (const auto& metric : point.tool->metrics()) {
+  std::vector<MetricInfo> declared = point.tool->metrics();
+  if (is_sustained(point.params)) {
+    declared.insert(declared.end(), sustained_metrics().begin(), sustained_metrics().end());
+  }
+  for (const auto& metric : declared) {
     out.metrics[metric.name] = {metric.unit, metric.better == Better::kHigher ? "higher" : "lower"};
   }
   std::map<std::string, std::vector<double>> values;

@@ -195,11 +195,15 @@ std::optional<double> jain_index(const std::vector<double>& values) {
 }
 
 std::optional<double> drift(const std::vector<double>& series) {
+  // A short sustained point (the quickstart's: a few seconds) still says whether it ended where
+  // it started: a tenth is at least one interval. Below four intervals the first and the last
+  // are mostly the warm-up and the cool-down.
   constexpr std::size_t kTenths = 10;
-  if (series.size() < kTenths) {
+  constexpr std::size_t kFewestIntervals = 4;
+  if (series.size() < kFewestIntervals) {
     return std::nullopt;
   }
-  std::size_t tenth = series.size() / kTenths;
+  std::size_t tenth = std::max<std::size_t>(1, series.size() / kTenths);
   double first = median(std::vector<double>(series.begin(), series.begin() + tenth));
   double last = median(std::vector<double>(series.end() - tenth, series.end()));
   if (first == 0) {

@@ -48,8 +48,8 @@ std::vector<double> shares(const std::vector<double>& values);
 std::optional<double> jain_index(const std::vector<double>& values);
 
 // The sustained rung's drift: the median of the last tenth of a series of interval samples over
-// the median of its first tenth (1: no drift; 0.9: the end runs 10 % below the start). nullopt
-// with fewer than 10 samples or a first tenth whose median is 0.
+// the median of its first tenth (1: no drift; 0.9: the end runs 10 % below the start), a tenth
+// being at least one sample. nullopt with fewer than 4 samples or a first tenth whose median is 0.
 std::optional<double> drift(const std::vector<double>& series);
 
 struct WorstInterval {

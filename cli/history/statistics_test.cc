@@ -57,8 +57,11 @@ TEST_CASE("drift is the last tenth's median over the first tenth's", "[statistic
   CHECK(*drift(std::vector<double>(40, 3.5)) == Approx(1.0));
 }
 
-TEST_CASE("drift needs ten samples and a non-zero start", "[statistics][drift]") {
-  CHECK_FALSE(drift({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+TEST_CASE("drift needs four samples and a non-zero start", "[statistics][drift]") {
+  // fewer than ten: a tenth is one sample, the first against the last
+  CHECK(*drift({1, 2, 3, 4, 5, 6, 7, 8, 9}) == Approx(9.0));
+  CHECK(*drift({4, 1, 1, 2}) == Approx(0.5));
+  CHECK_FALSE(drift({4, 1, 2}));
   CHECK_FALSE(drift({}));
   CHECK_FALSE(drift({0, 1, 1, 1, 1, 1, 1, 1, 1, 1}));
 }

@@ -15,6 +15,7 @@
 #include "run/executor.h"
 #include "run/fairness.h"
 #include "run/step_log.h"
+#include "run/sustained.h"
 
 namespace ernic {
 namespace {
@@ -344,6 +345,9 @@ std::optional<Sample> Executor::parse_tenant(TenantRun& run, int repetition) {
   sample.tool_s = std::chrono::duration<double>(client.duration).count();
   sample.metrics = std::move(outcome.metrics);
   sample.distributions = std::move(outcome.distributions);
+  if (is_sustained(run.point->params)) {
+    add_sustained_figures(sample);
+  }
   run.log->note("point passed");
   return sample;
 }

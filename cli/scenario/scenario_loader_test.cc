@@ -406,3 +406,30 @@ benchmarks:
   CHECK_FALSE(benchmarks[2].multi_tenant());
   CHECK(benchmarks[2].tenants.size() == 1);
 }
+
+TEST_CASE("a key that needs another names both when the other is missing") {
+  const char* sustained_without_duration = R"(
+version: 1
+name: demo
+emulator: {kind: embedded, instances: 2}
+hosts:
+  - {name: a, provider: embedded, instance: 1}
+  - {name: b, provider: embedded, instance: 2}
+benchmarks:
+  - name: long
+    tool: perftest
+    server: a
+    client: b
+    params: {verb: write, mode: bw, size: 64KiB, sustained: true}
+)";
+  auto errors = errors_of(sustained_without_duration);
+  REQUIRE(errors.size() == 1);
+  CHECK_THAT(errors[0], Catch::Contains("'sustained' needs 'duration' in the same mapping"));
+  CHECK_THAT(errors[0], Catch::Contains("test.yaml:13:"));
+  std::string with_duration = sustained_without_duration;
+  with_duration.replace(with_duration.find("sustained: true"), 15, "sustained: true, duration: 6s");
+  CHECK(errors_of(with_duration).empty());
+  std::string switched_off = sustained_without_duration;
+  switched_off.replace(switched_off.find("sustained: true"), 15, "sustained: false");
+  CHECK(errors_of(switched_off).empty());
+}

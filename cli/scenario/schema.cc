@@ -335,6 +335,14 @@ void validate(const YAML::Node& node, const ObjectSchema& schema, const std::str
                                   fmt::format("missing required key '{}' ({})", field.name,
                                               expectation(field, field.kind))));
     }
+    const YAML::Node given = node[field.name];
+    bool in_effect = given && (field.kind != ValueKind::kBoolean ||
+                               (given.IsScalar() && given.Scalar() == "true"));
+    if (!field.needs.empty() && in_effect && !node[field.needs]) {
+      out.push_back(diagnostic_at(
+          given, file, join_path(path, field.name),
+          fmt::format("'{}' needs '{}' in the same mapping", field.name, field.needs)));
+    }
   }
 }
 

@@ -50,6 +50,9 @@ struct FieldSchema {
   // value into a type that holds that range (as<int>() for a bounded key) cannot fail.
   long long minimum = 0;
   long long maximum = 0;  // 0 = no maximum
+  // Another key of the same mapping this one needs when given (a kBoolean: when true), e.g.
+  // perftest's `sustained` needs `duration`.
+  std::string needs;
 };
 
 struct ObjectSchema {
