@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "supervisor.h"
+
 namespace ernic::emu {
 
 // A TCP port for a test's out-of-band listener: below the kernel's ephemeral range (32768 and
@@ -61,6 +63,17 @@ inline int wait_exit(pid_t pid, std::chrono::seconds limit) {
 inline std::string read_all(const std::filesystem::path& p) {
   std::ifstream in(p);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Starts a manager and count - 1 workers of this build's ernicctl, their files in `dir`.
+inline void start_instances(Supervisor& supervisor, const std::filesystem::path& dir, int count,
+                            const std::string& token) {
+  SupervisorConfig config;
+  config.executable = ERNIC_BINARY;
+  config.instances = count;
+  config.token = token;
+  config.dir = dir;
+  supervisor.start(config);
 }
 
 }  // namespace ernic::emu

@@ -150,6 +150,7 @@ class Engine final : public FabricReceiver {
   void fail_head(QueuePair& q, WcStatus status);
   void send_control(QueuePair& q, FrameOp op, std::uint32_t msn, NakCode code);
   void responder_error(QueuePair& q, std::uint32_t msn, NakCode code, WcStatus local_status);
+  Placement place_frame(NodeId from, const FrameHeader& h);
   Placement place_request(QueuePair& q, const FrameHeader& h);
   Placement place_read_response(QueuePair& q, const FrameHeader& h);
   // delivered(), one per kind of frame placed.
@@ -170,7 +171,12 @@ class Engine final : public FabricReceiver {
   std::unordered_map<Handle, CompletionQueue> cqs_;
   std::map<std::uint32_t, QueuePair> qps_;
   EngineStats stats_;
-  bool accepted_ = false;  // place() accepted the frame delivered() will see next
+  // The nodes whose frame in flight place() accepted: delivered() acts on that frame. Kept per
+  // sending node because frames of different peers interleave (one mesh connection each, a
+  // payload may arrive over several reads); each node's frames arrive in order.
+  std::vector<NodeId> accepted_from_;
+  bool accepted_ = false;  // the frame place_frame() is looking at was accepted
+  bool take_accepted(NodeId from);
   WriteObserver write_observer_;
 };
 

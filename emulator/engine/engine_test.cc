@@ -160,6 +160,36 @@ TEST_CASE("RDMA WRITE and READ move data across segments") {
   CHECK(p.sides[0].engine->stats().rdma_read_bytes == 3333);
 }
 
+TEST_CASE("a frame whose payload is still arriving survives frames of other peers meanwhile") {
+  // The mesh reads one connection per peer: node 0's WRITE segment is placed, its payload
+  // arrives over several reads, and a frame of another node is placed and delivered in between.
+  Pair p;
+  Engine& responder = *p.sides[1].engine;
+  FrameHeader write;
+  write.op = FrameOp::kWrite;
+  write.flags = kFlagLast;
+  write.dst_qpn = p.sides[1].qpn;
+  write.src_qpn = p.sides[0].qpn;
+  write.payload_length = 100;
+  write.total_length = 100;
+  write.rkey = p.sides[1].keys.rkey;
+  write.remote_addr = p.sides[1].iova + 64;
+  const Placement placement = responder.place(0, write);
+  REQUIRE(placement.destination == p.sides[1].memory.data() + 64);
+  FrameHeader other;  // an ACK from a node this QP is not connected to: refused
+  other.op = FrameOp::kAck;
+  other.dst_qpn = p.sides[1].qpn;
+  other.src_qpn = 0x99;
+  CHECK(responder.place(2, other).destination == nullptr);
+  responder.delivered(2, other);
+  CHECK(responder.stats().bytes_received == 0);
+  responder.delivered(0, write);
+  CHECK(responder.stats().bytes_received == 100);
+  // A delivered() without its place() acts on nothing.
+  responder.delivered(0, write);
+  CHECK(responder.stats().bytes_received == 100);
+}
+
 TEST_CASE("a SEND without a receive gets an RNR NAK and succeeds on retry") {
   Pair p;
   p.fill(0, 0, 256, 5);

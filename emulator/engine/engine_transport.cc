@@ -92,8 +92,27 @@ void Engine::responder_error(QueuePair& q, std::uint32_t msn, NakCode code, WcSt
   send_control(q, FrameOp::kNak, msn, code);
 }
 
+bool Engine::take_accepted(NodeId from) {
+  auto it = std::find(accepted_from_.begin(), accepted_from_.end(), from);
+  if (it == accepted_from_.end()) {
+    return false;
+  }
+  *it = accepted_from_.back();
+  accepted_from_.pop_back();
+  return true;
+}
+
 Placement Engine::place(NodeId from, const FrameHeader& h) {
+  take_accepted(from);  // an earlier frame of `from` that was never delivered
   accepted_ = false;
+  const Placement placement = place_frame(from, h);
+  if (accepted_) {
+    accepted_from_.push_back(from);
+  }
+  return placement;
+}
+
+Placement Engine::place_frame(NodeId from, const FrameHeader& h) {
   auto it = qps_.find(h.dst_qpn);
   if (it == qps_.end()) {
     return {};
@@ -204,11 +223,10 @@ Placement Engine::place_read_response(QueuePair& q, const FrameHeader& h) {
   return {h.payload_length == 0 ? nullptr : wqe.local + h.offset};
 }
 
-void Engine::delivered(NodeId /*from*/, const FrameHeader& h) {
-  if (!accepted_) {
+void Engine::delivered(NodeId from, const FrameHeader& h) {
+  if (!take_accepted(from)) {
     return;
   }
-  accepted_ = false;
   auto it = qps_.find(h.dst_qpn);
   if (it == qps_.end()) {
     return;
@@ -361,6 +379,7 @@ std::optional<Clock::time_point> Engine::next_deadline() const {
 }
 
 void Engine::peer_lost(NodeId node) {
+  take_accepted(node);
   for (auto& [qpn, q] : qps_) {
     if (q.remote_node == node && (q.state == QpState::kRtr || q.state == QpState::kRts)) {
       fail_head(q, WcStatus::kRetryExceeded);

@@ -27,12 +27,7 @@ namespace ernic::emu {
 namespace {
 
 void start_pair(Supervisor& supervisor, const TestDir& dir) {
-  SupervisorConfig config;
-  config.executable = ERNIC_BINARY;
-  config.instances = 2;
-  config.token = "perf-test";
-  config.dir = dir.path();
-  supervisor.start(config);
+  start_instances(supervisor, dir.path(), 2, "perf-test");
 }
 
 // Runs one test as server (on the manager) and client (on the worker); returns the client's
@@ -158,12 +153,7 @@ TEST_CASE("write_lat blocks until the instance signals the WRITE, and verifies i
 TEST_CASE("perf without a server fails like perftest") {
   TestDir dir("perf-noserver");
   Supervisor supervisor;
-  SupervisorConfig config;
-  config.executable = ERNIC_BINARY;
-  config.instances = 1;
-  config.token = "perf-test";
-  config.dir = dir.path();
-  supervisor.start(config);
+  start_instances(supervisor, dir.path(), 1, "perf-test");
   const std::string port = port_for_test(17);
   const pid_t client =
       spawn_ernicctl({"perf", "send_bw", "--socket", supervisor.instances()[0].socket.string(),
