@@ -79,12 +79,12 @@ LocalProcessResult run_local(const std::vector<std::string>& argv,
     }
     return result;
   }
-  using Clock = std::chrono::steady_clock;
-  auto deadline =
-      options.timeout.count() > 0 ? Clock::now() + options.timeout : Clock::time_point::max();
+  using ProcessClock = std::chrono::steady_clock;
+  auto deadline = options.timeout.count() > 0 ? ProcessClock::now() + options.timeout
+                                              : ProcessClock::time_point::max();
   while (true) {
     // Slices, so that the caller's stop flag is seen within a fifth of a second.
-    auto slice = std::min(deadline, Clock::now() + std::chrono::milliseconds(200));
+    auto slice = std::min(deadline, ProcessClock::now() + std::chrono::milliseconds(200));
     auto end = process->wait_until(slice);
     if (end == Subprocess::WaitEnd::kExited) {
       break;
@@ -94,7 +94,7 @@ LocalProcessResult run_local(const std::vector<std::string>& argv,
       result.interrupted = true;
       break;
     }
-    if (Clock::now() >= deadline) {
+    if (ProcessClock::now() >= deadline) {
       result.timed_out = true;
       break;
     }

@@ -73,14 +73,32 @@ TEST_CASE("quickstart runs the embedded emulator sweep and records every point")
   json record = last_record(history);
   const json& run = record["ernicctl"];
   const json& points = run["points"];
-  // 36 bandwidth + 36 latency + 3 reliability + 3 iperf3 points.
-  REQUIRE(points.size() == 78);
+  // 36 bandwidth + 36 latency + 3 reliability + 1 sustained + 3 iperf3 points.
+  REQUIRE(points.size() == 79);
   for (const auto& point : points) {
     INFO(point["id"]);
     CHECK(point["status"] == "passed");
   }
   CHECK_THAT(points[0]["commands"]["client"].get<std::string>(), Contains("perf send_bw --socket"));
   CHECK(points[72]["samples"].size() == 5);  // reliability: 5 repetitions
+  // Every figure carries its rung: the load generator's time to its first QP in RTS is rung 2
+  // within an execution point; the sustained point is rung 4 and says how much it drifted.
+  CHECK(points[0]["rung"] == 3);
+  CHECK(points[0]["metric_rungs"]["time_to_first_rts_ms"] == 2);
+  CHECK(points[0]["samples"][0]["metrics"]["time_to_first_rts_ms"].get<double>() > 0);
+  const json& sustained = points[75];
+  REQUIRE(sustained["benchmark"] == "sustained");
+  CHECK(sustained["rung"] == 4);
+  CHECK_THAT(sustained["commands"]["client"].get<std::string>(),
+             Contains("-D 6") && Contains("--report-per-second"));
+  CHECK(sustained["samples"][0]["distributions"]["bw_GBs"]["values"].size() == 4);
+  double drift = sustained["summary"]["bw_drift"]["median"];
+  CHECK(drift > 0.2);  // a ratio of two one-second rates: loose, a loaded machine swings
+  CHECK(drift < 5.0);
+  CHECK(sustained["summary"]["bw_worst_interval_GBs"]["median"].get<double>() > 0);
+  // Only rung 3 feeds rocm-ernic's series: the sustained point's 64 KiB write is not in them.
+  CHECK(record["series"]["bandwidth"]["65536"].get<double>() ==
+        Approx(points[4]["summary"]["bw_peak_GBs"]["median"].get<double>()));
   for (const char* series : {"bandwidth", "latency"}) {
     for (const char* size : {"4096", "65536", "1048576"}) {
       INFO(series << " " << size);
@@ -122,7 +140,7 @@ TEST_CASE("an emulator instance that dies mid-point stops the run within seconds
   auto process =
       ernic::Subprocess::spawn({.argv = argv, .env = {}, .netns_path = "", .stdin_file = ""}, {});
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  REQUIRE(process->wait_for_line(std::regex(R"(\[1/78\] bw)"), deadline));
+  REQUIRE(process->wait_for_line(std::regex(R"(\[1/79\] bw)"), deadline));
   pid_t worker = 0;
   while (worker == 0 && std::chrono::steady_clock::now() < deadline) {
     worker = child_mentioning(process->pid(), "tcp:worker");
