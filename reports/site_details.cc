@@ -11,6 +11,7 @@
 #include "markup.h"
 #include "record_points.h"
 #include "site_parts.h"
+#include "svg_chart.h"
 
 namespace ernic::reports {
 namespace {
@@ -71,6 +72,7 @@ class RunDetails : PagePart {
     definition("hosts", part.hosts.empty() ? "" : nlohmann::json(part.hosts).dump());
     out("</dl>\n");
     render_point_details(shown);
+    render_progress(shown);
     out("</details>\n");
   }
 
@@ -100,6 +102,55 @@ class RunDetails : PagePart {
       }
       out("</table>\n");
     }
+  }
+
+  // Progress over time: every interval series a sample holds (per-second rates of a duration
+  // point, iperf3's intervals), one chart per tenant and repetition, so each has one y scale.
+  void render_progress(const ShownRun& shown) {
+    bool any = false;
+    for (const auto& point : points_of(*shown.record)) {
+      const PointRecord& p = *point.record;
+      for (const auto& sample : p.samples) {
+        auto found = sample.distributions.find(kBandwidthDistribution);
+        if (found == sample.distributions.end() || !found->second.interval_s ||
+            found->second.values.size() < 2) {
+          continue;
+        }
+        if (!any) {
+          out("<h4>Progress over time</h4>\n");
+          any = true;
+        }
+        render_series_chart(shown, point, sample, found->second);
+      }
+    }
+  }
+
+  void render_series_chart(const ShownRun& shown, const PointView& point,
+                           const SampleRecord& sample, const Distribution& series) {
+    const PointRecord& p = *point.record;
+    std::string who = sample.tenant
+                          ? fmt::format(", tenant {}",
+                                        sample.tenant_name.value_or(std::to_string(*sample.tenant)))
+                          : "";
+    ChartSpec chart{.id = fmt::format("{}-p{}-r{}-t{}", shown.anchor, point.index, sample.rep,
+                                      sample.tenant.value_or(0)),
+                    .title = fmt::format("{}{}, repetition {}", p.id, who, sample.rep),
+                    .unit = "GB/s",
+                    .y_label = "GB/s per interval, higher is better",
+                    .x_label = fmt::format("seconds of measured time ({} s per interval)",
+                                           format_figure(*series.interval_s)),
+                    .css_class = "series-progress",
+                    .rung = point_rung(p),
+                    .points = {}};
+    for (std::size_t i = 0; i < series.values.size(); ++i) {
+      std::string at = format_figure(static_cast<double>(i + 1) * *series.interval_s);
+      chart.points.push_back(
+          {.label = at,
+           .value = series.values[i],
+           .href = "",
+           .tooltip = fmt::format("{} s: {} GB/s", at, format_figure(series.values[i]))});
+    }
+    out(render_svg_chart(chart));
   }
 
   // The table that holds a point's anchor: its own rung's, else the first it shows in.

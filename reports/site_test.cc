@@ -234,6 +234,36 @@ TEST_CASE("the report groups figures by rung and never tables two rungs together
         std::vector<std::string>{"run-5101-p0", "run-5101-p3"});
 }
 
+TEST_CASE("run details draw each tenant's progress over time, one chart per series", "[rung]") {
+  TempDir dir;
+  auto file = dir / "history.jsonl";
+  auto record = testing::make_ladder_record("5102");
+  auto& samples = record["ernicctl"]["points"][2]["samples"];  // two tenants
+  samples[0]["distributions"]["bw_GBs"] = {
+      {"n", 3}, {"min", 1.0}, {"max", 1.6}, {"values", {1.0, 1.6, 1.3}}, {"interval_s", 1.0}};
+  samples[1]["distributions"]["bw_GBs"] = {
+      {"n", 2}, {"min", 0.7}, {"max", 0.9}, {"values", {0.9, 0.7}}, {"interval_s", 1.0}};
+  // per-iteration latencies are not a series over time
+  record["ernicctl"]["points"][3]["samples"][0]["distributions"]["lat_us"] = {
+      {"n", 3}, {"min", 4.0}, {"max", 6.0}, {"values", {4.0, 5.0, 6.0}}};
+  ernic::append_history_record(file, record);
+  auto index = index_histories({file});
+  std::vector<std::string> warnings;
+  auto html = render_page(index, {}, warnings);
+  REQUIRE_FALSE(testing::xml_error(html));
+  // SVG elements are in the SVG namespace
+  const std::string svg = "//details//*[local-name()='svg']";
+  auto titles = testing::xpath_values(html, svg + "/*[local-name()='title']");
+  REQUIRE(titles.size() == 2);
+  CHECK_THAT(titles[0], Catch::Contains("tenants[verb=send,size=4096], tenant 1, repetition 1"));
+  CHECK_THAT(titles[1], Catch::Contains("tenant 2"));
+  // one dot a second, the rates as tooltips, no links, and the multi-tenant rung
+  CHECK(testing::xpath_values(html, "(" + svg + ")[1]//*[local-name()='circle']") ==
+        std::vector<std::string>{"1 s: 1 GB/s", "2 s: 1.6 GB/s", "3 s: 1.3 GB/s"});
+  CHECK(testing::xpath_values(html, svg + "//*[local-name()='a']").empty());
+  CHECK(testing::xpath_values(html, svg + "/@data-rung") == std::vector<std::string>{"5", "5"});
+}
+
 TEST_CASE("trend charts are of the execution rung", "[rung]") {
   auto index = index_histories({kRocmSample});
   std::vector<std::string> warnings;

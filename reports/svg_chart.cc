@@ -136,11 +136,13 @@ std::string render_svg_chart(const ChartSpec& spec) {
       continue;
     }
     newest = i;
-    out += fmt::format(
-        "<a href=\"{}\"><circle class=\"dot\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\"><title>{}"
-        "</title></circle></a>\n",
-        escape_markup(point.href), x_of(i), y_of(*point.value), n > 30 ? 2.5 : 3.5,
-        escape_markup(point.tooltip));
+    std::string dot = fmt::format(
+        "<circle class=\"dot\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\"><title>{}</title></circle>",
+        x_of(i), y_of(*point.value), n > 30 ? 2.5 : 3.5, escape_markup(point.tooltip));
+    // A point with nowhere to go (a second of a run's progress) is not a link.
+    out += point.href.empty()
+               ? dot + "\n"
+               : fmt::format("<a href=\"{}\">{}</a>\n", escape_markup(point.href), dot);
   }
   if (newest) {
     double value = *spec.points[*newest].value;

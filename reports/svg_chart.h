@@ -12,7 +12,7 @@ namespace ernic::reports {
 struct ChartPoint {
   std::string label;            // the commit sha, shown under the axis
   std::optional<double> value;  // a gap in the line when absent
-  std::string href;             // where the point links: the run's details
+  std::string href;             // where the point links: the run's details; empty: no link
   std::string tooltip;          // the point's <title>
 };
 
