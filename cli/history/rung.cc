@@ -9,13 +9,6 @@
 namespace ernic {
 namespace {
 
-bool ends_with(std::string_view text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
-
-// run/fairness.h's kJainIndexMetric: the metric a multi-tenant point's summary carries.
-constexpr std::string_view kFairnessMetric = "jain_index";
-
 bool truthy(const std::string& text) {
   return text == "true" || text == "1" || text == "yes";
 }
@@ -59,7 +52,7 @@ bool is_runtime_start_metric(std::string_view metric) {
   // The load generator's time to its first QP in RTS (rts_ms, time_to_rts_ms,
   // time_to_first_rts_ms), and perftest's time to its first table row, the upper bound.
   for (std::string_view suffix : {"rts_ms", "rts_s", "first_row_ms", "first_row_s"}) {
-    if (metric == suffix || ends_with(metric, "_" + std::string(suffix))) {
+    if (metric == suffix || metric.ends_with("_" + std::string(suffix))) {
       return true;
     }
   }
@@ -67,7 +60,7 @@ bool is_runtime_start_metric(std::string_view metric) {
 }
 
 bool is_fairness_metric(std::string_view metric) {
-  return metric == kFairnessMetric;
+  return metric == kJainIndexMetric;
 }
 
 Rung derive_point_rung(const PointRecord& point) {
@@ -75,9 +68,8 @@ Rung derive_point_rung(const PointRecord& point) {
   for (const auto& sample : point.samples) {
     tenants.insert(sample.tenant.value_or(1));
   }
-  bool fairness = point.fairness.has_value() ||
-                  point.metrics.count(std::string(kFairnessMetric)) > 0 ||
-                  point.summary.count(std::string(kFairnessMetric)) > 0;
+  bool fairness = point.fairness.has_value() || point.metrics.count(kJainIndexMetric) > 0 ||
+                  point.summary.count(kJainIndexMetric) > 0;
   if (tenants.size() > 1 || fairness) {
     return Rung::kMultiTenant;
   }

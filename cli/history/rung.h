@@ -35,6 +35,8 @@ std::optional<Rung> rung_from_number(int number);
 // A point metric that measures the runtime start (time_to_first_rts_ms, rts_ms, perftest's
 // time_to_first_row_ms upper bound, ...).
 bool is_runtime_start_metric(std::string_view metric);
+// The point metric a multi-tenant point's record carries for Jain's index.
+inline constexpr const char* kJainIndexMetric = "jain_index";
 // The fairness index of a multi-tenant point (jain_index).
 bool is_fairness_metric(std::string_view metric);
 

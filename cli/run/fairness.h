@@ -8,9 +8,6 @@
 
 namespace ernic {
 
-// The point metric a record's summary carries for Jain's index.
-inline constexpr const char* kJainIndexMetric = "jain_index";
-
 // Jain's index over a point's tenants, for its headline metric when that is a throughput
 // (higher is better), in every repetition all tenants passed, and its spread over the
 // repetitions. nullopt for a point with one tenant, a latency headline, or no such repetition.
