@@ -225,6 +225,33 @@ int TestNamespace::exec(const std::vector<std::string>& argv, std::string* outpu
   return run_program(full, output);
 }
 
+NamespaceLink::NamespaceLink(const TestNamespace& a, const TestNamespace& b) : a_name_(a.name()) {
+  const int index = namespace_counter++;
+  const int pid = static_cast<int>(getpid());
+  veth_a_ = fmt::format("el{}a{}", pid % 1000000, index % 100);
+  const std::string veth_b = fmt::format("el{}b{}", pid % 1000000, index % 100);
+  // 10.50-149.x: apart from TestNamespace's 10.150-249.x subnets.
+  const std::string subnet =
+      fmt::format("10.{}.{}.", 50 + pid % 100, (pid / 100 + index) % 250 + 1);
+  a_address_ = subnet + "1";
+  b_address_ = subnet + "2";
+  try {
+    run_checked({"ip", "-n", a.name(), "link", "add", veth_a_, "type", "veth", "peer", "name",
+                 veth_b, "netns", b.name()});
+    run_checked({"ip", "-n", a.name(), "addr", "add", a_address_ + "/24", "dev", veth_a_});
+    run_checked({"ip", "-n", a.name(), "link", "set", veth_a_, "up"});
+    run_checked({"ip", "-n", b.name(), "addr", "add", b_address_ + "/24", "dev", veth_b});
+    run_checked({"ip", "-n", b.name(), "link", "set", veth_b, "up"});
+  } catch (...) {
+    run_program({"ip", "-n", a_name_, "link", "del", veth_a_});
+    throw;
+  }
+}
+
+NamespaceLink::~NamespaceLink() {
+  run_program({"ip", "-n", a_name_, "link", "del", veth_a_});
+}
+
 SshdServer::SshdServer(SshdOptions options) : options_(std::move(options)) {
   char pattern[] = "/tmp/ernic-sshd-XXXXXX";
   if (mkdtemp(pattern) == nullptr) {

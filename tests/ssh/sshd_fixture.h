@@ -55,6 +55,26 @@ class TestNamespace {
   std::string inside_;
 };
 
+// A veth pair between two namespaces, on a /24 of its own: `a` gets a_address(), `b`
+// b_address(). Neither end is reachable from the caller's namespace, so it stands for a network
+// between two remote machines (the emulator's mesh, a jump host's side network).
+class NamespaceLink {
+ public:
+  NamespaceLink(const TestNamespace& a, const TestNamespace& b);
+  ~NamespaceLink();
+  NamespaceLink(const NamespaceLink&) = delete;
+  NamespaceLink& operator=(const NamespaceLink&) = delete;
+
+  const std::string& a_address() const { return a_address_; }
+  const std::string& b_address() const { return b_address_; }
+
+ private:
+  std::string a_name_;
+  std::string veth_a_;
+  std::string a_address_;
+  std::string b_address_;
+};
+
 struct SshdOptions {
   std::string netns;                         // empty: the caller's namespace
   std::string listen_address = "127.0.0.1";  // the namespace's address for netns servers
