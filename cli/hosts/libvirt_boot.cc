@@ -129,13 +129,23 @@ void wait_until_ready(BootingGuest& guest, virConnectPtr connection,
                                  : std::string();
   });
 
-  stages.wait("ssh", timeouts.ssh, std::chrono::seconds(1),
-              [&] { return probe_ssh_banner(guest.address, 22, std::chrono::milliseconds(2000)); });
-
   std::string user = login_user(guest);
+  // The probes take the route the guest's Host will: through the jump host when there is one.
+  std::optional<SshConnectOptions> via;
+  if (guest.jump) {
+    via = guest_ssh_options(
+        {guest.config.name, guest.address, 22, user, guest.image.private_key, {}, guest.jump});
+    via->connect_timeout = std::chrono::seconds(10);
+  }
+  const SshConnectOptions* route = via ? &*via : nullptr;
+  stages.wait("ssh", timeouts.ssh, std::chrono::seconds(1), [&] {
+    return probe_ssh_banner(guest.address, 22, std::chrono::milliseconds(2000), route);
+  });
+
   stages.wait("host_key", timeouts.host_key, std::chrono::seconds(2), [&] {
-    std::string why = verify_host_key_and_login(guest.address, 22, guest.image.host_keys, user,
-                                                guest.image.private_key, std::chrono::seconds(30));
+    std::string why =
+        verify_host_key_and_login(guest.address, 22, guest.image.host_keys, user,
+                                  guest.image.private_key, std::chrono::seconds(30), route);
     if (why.rfind("HOST KEY MISMATCH", 0) == 0) {
       stages.fail("host_key", timeouts.host_key, why);  // retrying cannot fix this
     }
@@ -156,7 +166,8 @@ std::unique_ptr<LibvirtGuest> make_ready_guest(const BootingGuest& guest,
     }
   }
   std::string user = login_user(guest);
-  GuestSshTarget target{config.name, guest.address, 22, user, guest.image.private_key, known_hosts};
+  GuestSshTarget target{config.name, guest.address, 22, user, guest.image.private_key,
+                        known_hosts, guest.jump};
   std::map<std::string, std::string> facts{
       {"accelerator", accelerator_name(guest.accelerator.accelerator)},
       {"accelerator_reason", guest.accelerator.reason},
@@ -174,6 +185,11 @@ std::unique_ptr<LibvirtGuest> make_ready_guest(const BootingGuest& guest,
       {"ssh_key", fs::absolute(guest.image.private_key).string()},
       {"ssh_known_hosts", fs::absolute(known_hosts).string()},
   };
+  if (guest.jump) {  // `ernicctl ssh` and attached runs go the same way
+    facts["ssh_jump"] = guest.jump->host.display();
+    facts["ssh_jump_key"] = guest.jump->host.key.string();
+    facts["ssh_jump_known_hosts"] = guest.jump->known_hosts.string();
+  }
   for (const auto& [stage, seconds] : guest.stage_seconds) {
     facts["stage_" + stage + "_s"] = fmt::format("{:.1f}", seconds);
   }

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "hosts/libvirt_accel.h"
@@ -25,6 +26,7 @@ struct BootingGuest {
   std::filesystem::path serial_log;
   AcceleratorChoice accelerator;
   std::string emulated_nic = "none";
+  std::optional<GuestJump> jump;  // the guest's SSH is reached through this host (remote URIs)
   std::chrono::steady_clock::time_point started;
   std::map<std::string, double> stage_seconds;
 };

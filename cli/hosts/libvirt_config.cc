@@ -5,9 +5,12 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 
+#include <charconv>
 #include <regex>
 #include <set>
 #include <stdexcept>
+
+#include "hosts/ssh_jump.h"
 
 namespace ernic {
 namespace fs = std::filesystem;
@@ -59,7 +62,85 @@ FieldSchema enum_field(std::string name, std::string description, std::vector<st
   return result;
 }
 
+// "%2F" and friends in a URI's query.
+std::string percent_decoded(std::string_view text) {
+  std::string decoded;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    unsigned value = 0;
+    if (text[i] == '%' && i + 2 < text.size() &&
+        std::from_chars(text.data() + i + 1, text.data() + i + 3, value, 16).ptr ==
+            text.data() + i + 3) {
+      decoded += static_cast<char>(value);
+      i += 2;
+    } else {
+      decoded += text[i];
+    }
+  }
+  return decoded;
+}
+
+// The jump an SSH transport URI implies: its user and host, keyfile= and known_hosts=.
+std::optional<GuestJump> jump_of_uri(const std::string& uri) {
+  auto scheme_end = uri.find("://");
+  if (scheme_end == std::string::npos) {
+    return std::nullopt;
+  }
+  std::string scheme = uri.substr(0, scheme_end);
+  auto plus = scheme.find('+');
+  std::string transport = plus == std::string::npos ? "" : scheme.substr(plus + 1);
+  if (transport != "ssh" && transport != "libssh" && transport != "libssh2") {
+    return std::nullopt;
+  }
+  std::string rest = uri.substr(scheme_end + 3);
+  std::string authority = rest.substr(0, rest.find_first_of("/?"));
+  if (authority.empty()) {
+    return std::nullopt;  // qemu+ssh:///system: this machine
+  }
+  GuestJump jump;
+  try {
+    jump.host = parse_ssh_destination(authority);
+  } catch (const std::exception& error) {
+    throw std::runtime_error(fmt::format("libvirt uri {}: {}", uri, error.what()));
+  }
+  auto query_at = rest.find('?');
+  std::string_view query = query_at == std::string::npos
+                               ? std::string_view()
+                               : std::string_view(rest).substr(query_at + 1);
+  while (!query.empty()) {
+    std::string_view parameter = query.substr(0, query.find('&'));
+    query.remove_prefix(std::min(query.size(), parameter.size() + 1));
+    auto equals = parameter.find('=');
+    if (equals == std::string_view::npos) {
+      continue;
+    }
+    std::string_view name = parameter.substr(0, equals);
+    std::string value = percent_decoded(parameter.substr(equals + 1));
+    if (name == "keyfile") {
+      jump.host.key = value;
+    } else if (name == "known_hosts") {
+      jump.known_hosts = value;
+    }
+  }
+  return jump;
+}
+
 }  // namespace
+
+std::optional<GuestJump> guest_jump(const LibvirtRunConfig& run, const std::string& uri) {
+  std::optional<GuestJump> jump;
+  if (run.jump) {
+    jump = GuestJump{*run.jump, {}};
+  } else {
+    jump = jump_of_uri(uri);
+  }
+  if (jump && !run.jump_key.empty()) {
+    jump->host.key = run.jump_key;
+  }
+  if (jump && !run.jump_known_hosts.empty()) {
+    jump->known_hosts = run.jump_known_hosts;
+  }
+  return jump;
+}
 
 bool image_is_recipe(const std::string& image) {
   return image.size() > 5 && image.substr(image.size() - 5) == ".yaml";
@@ -134,6 +215,15 @@ LibvirtRunConfig parse_libvirt_run(const Config& scenario) {
   config.dhcp = network.flag("dhcp", config.dhcp);
   config.image_cache = section.text("image_cache", config.image_cache.string());
   config.pool_dir = section.text("pool_dir", config.pool_dir.string());
+  if (section.has("jump")) {
+    try {
+      config.jump = parse_ssh_destination(section.text("jump", ""));
+    } catch (const std::exception& error) {
+      throw std::runtime_error(fmt::format("libvirt.jump: {}", error.what()));
+    }
+  }
+  config.jump_key = section.text("jump_key", "");
+  config.jump_known_hosts = section.text("jump_known_hosts", "");
   parse_subnet(config.subnet);  // throws with the reason
   return config;
 }
@@ -230,6 +320,16 @@ const ObjectSchema& libvirt_run_schema() {
               "/var/cache/ernicctl/images"),
         field("pool_dir", ValueKind::kString, "Where guest overlays are created",
               "/var/lib/libvirt/images/ernic-RUN"),
+        field("jump", ValueKind::kString,
+              "Reach the guests over SSH through this host (user@host[:port]); without it the "
+              "guests of a qemu+ssh:// URI are reached through the URI's user and host, local "
+              "guests directly"),
+        field("jump_key", ValueKind::kString,
+              "Private key for the jump host; default: the URI's keyfile=, else the agent and "
+              "~/.ssh/id_*"),
+        field("jump_known_hosts", ValueKind::kString,
+              "known_hosts file the jump host's key is verified against (strictly); default: the "
+              "URI's known_hosts=, else ~/.ssh/known_hosts"),
     };
     return run;
   }();

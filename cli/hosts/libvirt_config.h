@@ -3,10 +3,12 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "hosts/provider.h"
+#include "hosts/ssh_connection.h"
 #include "scenario/schema.h"
 
 namespace ernic {
@@ -37,13 +39,22 @@ struct LibvirtGuestConfig {
   StageTimeouts timeouts;
 };
 
+// The host a remote libvirt host's guests are reached through over SSH.
+struct GuestJump {
+  SshEndpoint host;
+  std::filesystem::path known_hosts;  // its host key; empty: ~/.ssh/known_hosts
+};
+
 // The top-level `libvirt:` section: the network the run's guests share.
 struct LibvirtRunConfig {
   std::string subnet = "192.168.77.0/24";
   std::string bridge;  // an existing host bridge instead of a network ernicctl creates
   bool dhcp = false;   // addresses from libvirt's dnsmasq instead of static ones
   std::filesystem::path image_cache = "/var/cache/ernicctl/images";
-  std::filesystem::path pool_dir;  // overlays; empty: /var/lib/libvirt/images/ernic-TOKEN
+  std::filesystem::path pool_dir;          // overlays; empty: /var/lib/libvirt/images/ernic-TOKEN
+  std::optional<SshEndpoint> jump;         // `jump:`, its key from `jump_key:`
+  std::filesystem::path jump_key;          // also for the jump a qemu+ssh URI implies
+  std::filesystem::path jump_known_hosts;  // likewise
 };
 
 // From the entry's and the scenario's typed `libvirt:` keys; what the schema cannot say (memory
@@ -51,6 +62,11 @@ struct LibvirtRunConfig {
 // and the key.
 LibvirtGuestConfig parse_libvirt_guest(const HostSpec& host, const std::filesystem::path& base_dir);
 LibvirtRunConfig parse_libvirt_run(const Config& scenario);
+
+// How the guests of `uri` are reached: through the scenario's `jump:`, else through the user and
+// host of an SSH URI (qemu+ssh://user@host:port/system, its keyfile= and known_hosts=
+// parameters too); directly (nullopt) for local URIs and other transports.
+std::optional<GuestJump> guest_jump(const LibvirtRunConfig& run, const std::string& uri);
 
 // Whether the guest's image is a recipe (built, cached) rather than a manifest.
 bool image_is_recipe(const std::string& image);

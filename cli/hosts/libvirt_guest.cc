@@ -8,24 +8,35 @@
 #include "hosts/libvirt_connection.h"
 #include "hosts/libvirt_resources.h"
 #include "hosts/ssh_host.h"
+#include "hosts/ssh_login.h"
 
 namespace ernic {
 
+SshConnectOptions guest_ssh_options(const GuestSshTarget& target) {
+  SshConnectOptions options;
+  options.label = target.name;
+  options.target.host = target.address;
+  options.target.port = target.port;
+  options.target.user = target.user;
+  options.target.key = target.private_key;
+  // The image's host keys, written by create(): strict, never trust on first use.
+  options.known_hosts = target.known_hosts;
+  options.host_key_policy = HostKeyPolicy::kStrict;
+  if (target.jump) {
+    options.jump = target.jump->host;
+    // An empty one must not fall back to the guests' file: the jump's key is not in it.
+    options.jump_known_hosts = target.jump->known_hosts.empty() ? ssh_login::default_known_hosts()
+                                                                : target.jump->known_hosts;
+  }
+  // Key exchange in a TCG guest on a busy machine takes seconds.
+  options.connect_timeout = std::chrono::seconds(60);
+  options.alive_timeout = std::chrono::seconds(30);
+  return options;
+}
+
 SshHostFactory default_ssh_host_factory() {
   return [](const GuestSshTarget& target) -> std::unique_ptr<Host> {
-    SshConnectOptions options;
-    options.label = target.name;
-    options.target.host = target.address;
-    options.target.port = target.port;
-    options.target.user = target.user;
-    options.target.key = target.private_key;
-    // The image's host keys, written by create(): strict, never trust on first use.
-    options.known_hosts = target.known_hosts;
-    options.host_key_policy = HostKeyPolicy::kStrict;
-    // Key exchange in a TCG guest on a busy machine takes seconds.
-    options.connect_timeout = std::chrono::seconds(60);
-    options.alive_timeout = std::chrono::seconds(30);
-    return std::make_unique<SshHost>(target.name, target.address, std::move(options));
+    return std::make_unique<SshHost>(target.name, target.address, guest_ssh_options(target));
   };
 }
 

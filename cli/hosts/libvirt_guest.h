@@ -8,6 +8,7 @@
 #include <string>
 
 #include "hosts/host.h"
+#include "hosts/libvirt_config.h"
 
 namespace ernic {
 
@@ -22,7 +23,13 @@ struct GuestSshTarget {
   std::filesystem::path private_key;
   // Holds the guest's host keys under its address, taken from the image (no trust on first use).
   std::filesystem::path known_hosts;
+  // Guests of a remote libvirt host are reached through it (or the scenario's `jump:`).
+  std::optional<GuestJump> jump;
 };
+
+// The SSH options every connection to the guest uses (the Host, the readiness probes): strict
+// against the image's host keys, through the jump when there is one.
+SshConnectOptions guest_ssh_options(const GuestSshTarget& target);
 
 // Makes the Host that runs commands on a ready guest (the ssh provider's SshHost). Returns
 // nullptr when no SSH transport is available; the guest's start() then says so.

@@ -22,6 +22,7 @@ using DomainHandle = std::unique_ptr<virDomain, LibvirtFree<virDomainFree>>;
 using NetworkHandle = std::unique_ptr<virNetwork, LibvirtFree<virNetworkFree>>;
 using StoragePoolHandle = std::unique_ptr<virStoragePool, LibvirtFree<virStoragePoolFree>>;
 using StorageVolumeHandle = std::unique_ptr<virStorageVol, LibvirtFree<virStorageVolFree>>;
+using StreamHandle = std::unique_ptr<virStream, LibvirtFree<virStreamFree>>;
 
 // Text libvirt allocated for the caller (capabilities, XML descriptions): released with free().
 struct LibvirtTextFree {

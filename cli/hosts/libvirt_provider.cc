@@ -12,27 +12,15 @@
 #include "hosts/libvirt_boot.h"
 #include "hosts/libvirt_connection.h"
 #include "hosts/libvirt_handles.h"
+#include "hosts/libvirt_image_upload.h"
 #include "hosts/libvirt_resources.h"
+#include "hosts/ssh_jump.h"
 #include "image/image_builder.h"
 #include "image/recipe.h"
 
 namespace ernic {
 namespace fs = std::filesystem;
 namespace {
-
-std::uint64_t qcow2_virtual_size(const fs::path& disk) {
-  std::ifstream in(disk, std::ios::binary);
-  unsigned char header[32] = {};
-  if (!in.read(reinterpret_cast<char*>(header), sizeof header) || header[0] != 'Q' ||
-      header[1] != 'F' || header[2] != 'I' || header[3] != 0xfb) {
-    throw std::runtime_error(fmt::format("{} is not a qcow2 image", disk.string()));
-  }
-  std::uint64_t size = 0;
-  for (int i = 24; i < 32; ++i) {
-    size = (size << 8) | header[i];
-  }
-  return size;
-}
 
 // Overlays go to the scenario's pool_dir, else to libvirt's image folder under the run's name.
 fs::path pool_dir_of(const LibvirtRunConfig& run, const std::string& network) {
@@ -159,7 +147,8 @@ void plan_guest(BootingGuest& guest, std::size_t index, const std::string& addre
   }
 }
 
-// The overlay's size is the base image's: read from the disk here, from the manifest remotely.
+// The overlay's size is the base image's: read from the disk here; remotely, the manifest's or
+// the local disk's before its upload (cache_guest_images_remotely).
 OverlaySpec guest_overlay(const BootingGuest& guest, const GuestRun& run) {
   OverlaySpec overlay;
   overlay.guest = guest.config.name;
@@ -230,6 +219,22 @@ DomainSpec guest_domain_spec(const BootingGuest& guest, const GuestRun& run, con
   spec.mac = guest.mac;
   spec.serial_log = guest.serial_log;
   return spec;
+}
+
+// The jump host make_ready_guest recorded for a remote host's guest.
+std::optional<GuestJump> recorded_jump(const std::map<std::string, std::string>& facts) {
+  auto jump = facts.find("ssh_jump");
+  if (jump == facts.end()) {
+    return std::nullopt;
+  }
+  GuestJump recorded{parse_ssh_destination(jump->second), {}};
+  if (auto key = facts.find("ssh_jump_key"); key != facts.end()) {
+    recorded.host.key = key->second;
+  }
+  if (auto known_hosts = facts.find("ssh_jump_known_hosts"); known_hosts != facts.end()) {
+    recorded.known_hosts = known_hosts->second;
+  }
+  return recorded;
 }
 
 }  // namespace
@@ -313,6 +318,13 @@ std::vector<std::string> LibvirtProvider::describe(const std::vector<HostSpec>& 
                                   guest.image, run.image_cache.string()));
     }
   }
+  if (!guests.empty() && !is_local_system_uri(guests.front().uri) &&
+      guests.front().uri.rfind("test://", 0) != 0) {
+    lines.push_back(fmt::format(
+        "virsh -c {} vol-create + vol-upload <base disk, kernel, initrd> into pool {} ({}) as "
+        "volumes named by their SHA-256, read back and checked  # skipped when cached there",
+        guests.front().uri, kImageCachePool, kImageCacheDir));
+  }
   if (run.bridge.empty()) {
     lines.push_back(fmt::format("virsh -c {} net-create <isolated network {} on bridge {}, {}>",
                                 guests.empty() ? "qemu:///system" : guests.front().uri, network,
@@ -370,11 +382,24 @@ std::vector<std::unique_ptr<Host>> LibvirtProvider::create(const std::vector<Hos
   auto addresses = assign_guest_addresses(requested, run.config.subnet);
   run.uri = common_uri(guests);
   run.local = is_local_system_uri(run.uri) || run.uri.rfind("test://", 0) == 0;
+  // The guests' network exists only on the libvirt host: a remote host's guests are reached
+  // through it (or the scenario's `jump:`).
+  std::optional<GuestJump> jump = guest_jump(run.config, run.uri);
+  for (auto& guest : guests) {
+    guest.jump = jump;
+  }
   if (is_local_system_uri(run.uri)) {
     start_local_daemons();
   }
   auto connection = std::make_shared<LibvirtConnection>(run.uri);
   resolve_images(guests, run.config, stop_, progress);
+  if (!run.local) {  // its files are not there: put them in the host's image cache pool
+    ImageCacheOptions cache{.run_token = context.run_token,
+                            .stopped = [this] { return stopped(); },
+                            .progress = progress,
+                            .cleanup = &cleanup};
+    cache_guest_images_remotely(guests, connection, cache);
+  }
   run.detected = detect_accelerator(run, *connection);
   run.network = "ernic-" + context.run_token;
   run.pool_dir = pool_dir_of(run.config, run.network);
@@ -443,8 +468,9 @@ std::vector<std::unique_ptr<Host>> LibvirtProvider::attach(
     if (!connection) {
       connection = std::make_shared<LibvirtConnection>(uri);
     }
-    GuestSshTarget target{hosts[i].name,    recorded[i].address, 22,
-                          fact("ssh_user"), fact("ssh_key"),     fact("ssh_known_hosts")};
+    GuestSshTarget target{hosts[i].name,       recorded[i].address, 22,
+                          fact("ssh_user"),    fact("ssh_key"),     fact("ssh_known_hosts"),
+                          recorded_jump(facts)};
     attached.push_back(std::make_unique<LibvirtGuest>(connection, domain, target,
                                                       ssh_factory_(target), facts, 0.0));
   }

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <memory>
 
+#include "hosts/ssh_jump.h"
+
 namespace ernic {
 namespace {
 
@@ -44,10 +46,46 @@ class Fd {
   int fd_;
 };
 
+// Waits for the server's identification line on a connected socket.
+std::string read_banner(int fd, const std::string& address, std::uint16_t port, int wait_ms) {
+  pollfd ready{fd, POLLIN, 0};
+  if (::poll(&ready, 1, wait_ms) != 1) {
+    return fmt::format("{}:{} accepted but sent no SSH banner", address, port);
+  }
+  char banner[64] = {};
+  ssize_t got = ::recv(fd, banner, sizeof banner - 1, 0);
+  if (got < 4 || std::strncmp(banner, "SSH-", 4) != 0) {
+    return fmt::format("{}:{} answered without an SSH banner", address, port);
+  }
+  return {};
+}
+
+// A tunnel from the jump host to the guest's address:port, or why there is none.
+std::unique_ptr<SshTunnel> open_probe_tunnel(const SshConnectOptions& via,
+                                             const std::string& address, std::uint16_t port,
+                                             std::string& why) {
+  try {
+    return SshTunnel::open(via, address, port, fmt::format("probe of {}:{}", address, port));
+  } catch (const SshError& error) {
+    why = error.what();
+    return nullptr;
+  }
+}
+
 }  // namespace
 
 std::string probe_ssh_banner(const std::string& address, std::uint16_t port,
-                             std::chrono::milliseconds timeout) {
+                             std::chrono::milliseconds timeout, const SshConnectOptions* via) {
+  int wait_ms = static_cast<int>(timeout.count());
+  if (via != nullptr && via->jump) {
+    std::string why;
+    auto tunnel = open_probe_tunnel(*via, address, port, why);
+    if (!tunnel) {
+      return why;
+    }
+    Fd tunnelled(tunnel->release_fd());
+    return read_banner(tunnelled.get(), address, port, wait_ms);
+  }
   sockaddr_in target{};
   target.sin_family = AF_INET;
   target.sin_port = htons(port);
@@ -58,7 +96,6 @@ std::string probe_ssh_banner(const std::string& address, std::uint16_t port,
   if (socket_fd.get() < 0) {
     return fmt::format("socket: {}", std::strerror(errno));
   }
-  int wait_ms = static_cast<int>(timeout.count());
   if (::connect(socket_fd.get(), reinterpret_cast<sockaddr*>(&target), sizeof target) != 0) {
     if (errno != EINPROGRESS) {
       return fmt::format("connect to {}:{}: {}", address, port, std::strerror(errno));
@@ -74,24 +111,24 @@ std::string probe_ssh_banner(const std::string& address, std::uint16_t port,
       return fmt::format("connect to {}:{}: {}", address, port, std::strerror(error));
     }
   }
-  pollfd fd{socket_fd.get(), POLLIN, 0};
-  if (::poll(&fd, 1, wait_ms) != 1) {
-    return fmt::format("{}:{} accepted but sent no SSH banner", address, port);
-  }
-  char banner[64] = {};
-  ssize_t got = ::recv(socket_fd.get(), banner, sizeof banner - 1, 0);
-  if (got < 4 || std::strncmp(banner, "SSH-", 4) != 0) {
-    return fmt::format("{}:{} answered without an SSH banner", address, port);
-  }
-  return {};
+  return read_banner(socket_fd.get(), address, port, wait_ms);
 }
 
 std::string verify_host_key_and_login(const std::string& address, std::uint16_t port,
                                       const std::vector<HostKey>& expected, const std::string& user,
                                       const std::filesystem::path& private_key,
-                                      std::chrono::milliseconds timeout) {
+                                      std::chrono::milliseconds timeout,
+                                      const SshConnectOptions* via) {
   if (expected.empty()) {
     return "the image has no saved host keys to verify the guest against";
+  }
+  std::unique_ptr<SshTunnel> tunnel;  // outlives the session that runs over it
+  if (via != nullptr && via->jump) {
+    std::string why;
+    tunnel = open_probe_tunnel(*via, address, port, why);
+    if (!tunnel) {
+      return why;
+    }
   }
   Session session(ssh_new());
   if (!session) {
@@ -108,6 +145,10 @@ std::string verify_host_key_and_login(const std::string& address, std::uint16_t 
   ssh_options_set(session.get(), SSH_OPTIONS_KNOWNHOSTS, "/dev/null");
   ssh_options_set(session.get(), SSH_OPTIONS_GLOBAL_KNOWNHOSTS, "/dev/null");
   ssh_options_set(session.get(), SSH_OPTIONS_PROCESS_CONFIG, &no);
+  if (tunnel) {
+    socket_t tunnelled = tunnel->release_fd();  // the session closes it
+    ssh_options_set(session.get(), SSH_OPTIONS_FD, &tunnelled);
+  }
   if (ssh_connect(session.get()) != SSH_OK) {
     return fmt::format("SSH connect to {}:{}: {}", address, port, ssh_get_error(session.get()));
   }

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <stdexcept>
+#include <string_view>
 
 #include "hosts/libvirt_connection.h"
 #include "hosts/libvirt_handles.h"
@@ -37,21 +38,37 @@ void create_storage_pool(const LibvirtConnectionPtr& connection, const std::stri
                                          dir.string(), libvirt_error_message()));
   }
   cleanup.push(fmt::format("remove storage pool {} ({})", name, dir.string()), [connection, name] {
-    StoragePoolHandle found = lookup_storage_pool(connection->get(), name);
-    if (!found) {
-      return;
-    }
-    if (virStoragePoolIsActive(found.get()) == 1) {
-      virStoragePoolDestroy(found.get());
-    }
-    virStoragePoolDelete(found.get(), 0);  // the folder, now empty
-    if (virStoragePoolUndefine(found.get()) != 0) {
-      throw std::runtime_error(libvirt_error_message());
-    }
+    remove_storage_pool(connection->get(), name, PoolContents::kSerialLogs);
   });
   if (virStoragePoolBuild(pool.get(), 0) != 0 || virStoragePoolCreate(pool.get(), 0) != 0) {
     throw std::runtime_error(fmt::format("cannot create storage pool {} at {}: {}", name,
                                          dir.string(), libvirt_error_message()));
+  }
+}
+
+void remove_storage_pool(virConnectPtr connection, const std::string& name, PoolContents contents) {
+  StoragePoolHandle found = lookup_storage_pool(connection, name);
+  if (!found) {
+    return;
+  }
+  if (virStoragePoolIsActive(found.get()) == 1) {
+    // What is left in it: a remote guest's serial log, volumes of a killed run.
+    virStoragePoolRefresh(found.get(), 0);
+    virStorageVolPtr* volumes = nullptr;
+    int count = virStoragePoolListAllVolumes(found.get(), &volumes, 0);
+    for (int i = 0; i < count; ++i) {
+      StorageVolumeHandle volume(volumes[i]);
+      std::string_view volume_name = virStorageVolGetName(volume.get());
+      if (contents == PoolContents::kEverything || volume_name.ends_with(".serial.log")) {
+        virStorageVolDelete(volume.get(), 0);
+      }
+    }
+    std::free(volumes);
+    virStoragePoolDestroy(found.get());
+  }
+  virStoragePoolDelete(found.get(), 0);  // the folder, now empty
+  if (virStoragePoolIsPersistent(found.get()) == 1 && virStoragePoolUndefine(found.get()) != 0) {
+    throw std::runtime_error(libvirt_error_message());
   }
 }
 

@@ -30,6 +30,12 @@ void create_network(const LibvirtConnectionPtr& connection, const NetworkSpec& s
 void create_storage_pool(const LibvirtConnectionPtr& connection, const std::string& name,
                          const std::filesystem::path& dir, CleanupStack& cleanup);
 
+// Deletes what is left in the pool (every file, or only guests' serial logs: a pool_dir may be a
+// folder of the user's), stops it, removes its folder when empty and undefines it; nothing when
+// there is no such pool. Throws when it cannot be undefined.
+enum class PoolContents { kEverything, kSerialLogs };
+void remove_storage_pool(virConnectPtr connection, const std::string& name, PoolContents contents);
+
 // A qcow2 overlay volume in the pool, backed by the base image; undo deletes the volume.
 struct OverlaySpec {
   std::string guest;  // for error messages

@@ -2,17 +2,13 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <csignal>
 #include <cstring>
 
+#include "hosts/ssh_jump.h"
 #include "hosts/ssh_login.h"
 
 namespace ernic {
@@ -22,23 +18,6 @@ using ssh_login::seconds_text;
 using ssh_login::SessionDeleter;
 using ssh_login::SessionPtr;
 using ssh_login::set_timeout;
-
-// Makes the kernel notice a peer that stopped acknowledging, so a dead host ends the session
-// instead of leaving it waiting forever.
-void enable_tcp_keepalive(int fd, std::chrono::milliseconds interval) {
-  if (fd < 0 || interval.count() <= 0) {
-    return;
-  }
-  int on = 1;
-  int seconds = std::max(1, static_cast<int>(interval.count() / 1000));
-  int probes = 2;
-  unsigned int user_timeout = static_cast<unsigned int>(interval.count()) * 3;
-  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
-  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &seconds, sizeof seconds);
-  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &seconds, sizeof seconds);
-  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
-  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
-}
 
 }  // namespace
 
@@ -59,78 +38,12 @@ std::string wrap_command(const CommandSpec& spec) {
   return line;
 }
 
-// A direct-tcpip channel through the jump host, bridged to one end of a socket pair whose other
-// end is the target session's transport. The pump thread is the only user of the jump session.
-struct SshConnection::Tunnel {
-  SessionPtr jump;
-  ssh_channel channel = nullptr;
-  int local_fd = -1;
-  std::atomic<bool> stop{false};
-  std::thread pump;
-
-  ~Tunnel() {
-    stop = true;
-    if (pump.joinable()) {
-      pump.join();
-    }
-    if (channel != nullptr) {
-      ssh_channel_close(channel);
-      ssh_channel_free(channel);
-    }
-    if (local_fd >= 0) {
-      close(local_fd);
-    }
-  }
-
-  void run() {
-    char buffer[32768];
-    bool local_open = true;
-    while (!stop) {
-      pollfd fds[2] = {{local_fd, static_cast<short>(local_open ? POLLIN : 0), 0},
-                       {ssh_get_fd(jump.get()), POLLIN, 0}};
-      ::poll(fds, 2, 20);
-      if (local_open && (fds[0].revents & (POLLIN | POLLHUP)) != 0) {
-        ssize_t count = read(local_fd, buffer, sizeof buffer);
-        if (count > 0) {
-          if (ssh_channel_write(channel, buffer, static_cast<uint32_t>(count)) == SSH_ERROR) {
-            break;
-          }
-        } else if (count == 0 || (errno != EINTR && errno != EAGAIN)) {
-          ssh_channel_send_eof(channel);
-          local_open = false;
-        }
-      }
-      for (;;) {
-        int count = ssh_channel_read_nonblocking(channel, buffer, sizeof buffer, 0);
-        if (count <= 0) {
-          if (count < 0) {
-            stop = true;
-          }
-          break;
-        }
-        for (int done = 0; done < count;) {
-          ssize_t written = ::write(local_fd, buffer + done, static_cast<size_t>(count - done));
-          if (written <= 0) {
-            stop = true;
-            break;
-          }
-          done += static_cast<int>(written);
-        }
-      }
-      if (ssh_channel_is_eof(channel) != 0 || ssh_channel_is_closed(channel) != 0) {
-        break;
-      }
-    }
-    shutdown(local_fd, SHUT_RDWR);
-  }
-};
-
 SshConnection::SshConnection(SshConnectOptions options) : options_(std::move(options)) {}
 
 std::string SshConnection::who() const {
   std::string text = fmt::format("ssh to {} ({}", options_.label, options_.target.display());
   if (options_.jump) {
-    text += " via " + options_.jump->display();
+    text += " via " + jump_host_name(*options_.jump);
   }
   return text + ")";
 }
@@ -148,30 +61,12 @@ std::shared_ptr<SshConnection> SshConnection::open(const SshConnectOptions& opti
 void SshConnection::connect() {
   int transport_fd = -1;
   if (options_.jump) {
-    tunnel_ = std::make_unique<Tunnel>();
-    std::string jump_who =
-        fmt::format("ssh to {} (jump host {})", options_.label, options_.jump->display());
-    tunnel_->jump = ssh_login::connect_hop(*options_.jump, options_, jump_who, -1);
-    enable_tcp_keepalive(ssh_get_fd(tunnel_->jump.get()), options_.keepalive);
-    tunnel_->channel = ssh_channel_new(tunnel_->jump.get());
-    if (tunnel_->channel == nullptr ||
-        ssh_channel_open_forward(tunnel_->channel, options_.target.host.c_str(),
-                                 options_.target.port, "127.0.0.1", 0) != SSH_OK) {
-      throw SshError(fmt::format("{}: the jump host cannot reach {}:{}: {}", who(),
-                                 options_.target.host, options_.target.port,
-                                 ssh_get_error(tunnel_->jump.get())));
-    }
-    int pair[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
-      throw SshError(who() + ": cannot create a socket pair: " + std::strerror(errno));
-    }
-    tunnel_->local_fd = pair[0];
-    transport_fd = pair[1];
-    tunnel_->pump = std::thread([tunnel = tunnel_.get()] { tunnel->run(); });
+    tunnel_ = SshTunnel::open(options_, options_.target.host, options_.target.port, who());
+    transport_fd = tunnel_->release_fd();
   }
   SessionPtr session = ssh_login::connect_hop(options_.target, options_, who(), transport_fd);
   if (!options_.jump) {
-    enable_tcp_keepalive(ssh_get_fd(session.get()), options_.keepalive);
+    ssh_login::enable_tcp_keepalive(ssh_get_fd(session.get()), options_.keepalive);
   }
   // From here on every blocking call (opening a channel, writing, closing) is bounded by
   // alive_timeout: a live host answers those in milliseconds.
@@ -260,6 +155,11 @@ void SshConnection::lose_locked(const std::string& reason) {
     return;
   }
   lost_ = reason;
+  // Through a jump host the tunnel knows more than the target's "connection lost".
+  if (std::string jump_failure = tunnel_ ? tunnel_->failure() : std::string();
+      !jump_failure.empty()) {
+    lost_ += " (" + jump_failure + ")";
+  }
   for (SshExecChannel* channel : channels_) {
     channel->on_lost(reason);
   }

@@ -51,8 +51,11 @@ struct SshEndpoint {
 struct SshConnectOptions {
   std::string label;  // the scenario's host name, for errors
   SshEndpoint target;
+  // Reached through this jump host (a direct-tcpip channel of a session to it; see SshTunnel).
   std::optional<SshEndpoint> jump;
   std::filesystem::path known_hosts;  // empty: ~/.ssh/known_hosts
+  // The jump host's key is verified against this one; empty: known_hosts.
+  std::filesystem::path jump_known_hosts;
   HostKeyPolicy host_key_policy = HostKeyPolicy::kStrict;
   std::chrono::milliseconds connect_timeout{10000};
   // Interval of SSH-level keepalives and of the TCP keepalive probes; zero disables both.
@@ -65,6 +68,7 @@ struct SshConnectOptions {
 };
 
 class SshConnection;
+class SshTunnel;
 
 // One exec channel: a remote command's output, exit status and end. Output callbacks run on
 // whichever thread is processing the connection's packets, with the connection locked.
@@ -157,12 +161,11 @@ class SshConnection : public std::enable_shared_from_this<SshConnection> {
   // Marks the connection gone (e.g. a probe went unanswered) and ends every channel.
   void declare_lost(const std::string& reason);
   const SshConnectOptions& options() const { return options_; }
-  // "ssh to g1 (root@10.0.0.5:22)"
+  // "ssh to g1 (root@10.0.0.5:22)", "ssh to g1 (root@10.0.0.5:22 via jump host root@gw:22)"
   std::string who() const;
 
  private:
   friend class SshExecChannel;
-  struct Tunnel;
   explicit SshConnection(SshConnectOptions options);
   void connect();
   void io_loop();
@@ -179,7 +182,7 @@ class SshConnection : public std::enable_shared_from_this<SshConnection> {
   std::mutex mutex_;
   ssh_session session_ = nullptr;
   ssh_event event_ = nullptr;
-  std::unique_ptr<Tunnel> tunnel_;
+  std::unique_ptr<SshTunnel> tunnel_;  // the first hop, with a jump host
   std::vector<SshExecChannel*> channels_;
   std::string lost_;
   bool stopping_ = false;

@@ -1,7 +1,10 @@
 #include "hosts/ssh_login.h"
 
 #include <fmt/format.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pwd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,11 +20,6 @@ std::string lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return text;
-}
-
-std::filesystem::path default_known_hosts() {
-  const char* home = std::getenv("HOME");
-  return std::filesystem::path(home != nullptr ? home : "/root") / ".ssh" / "known_hosts";
 }
 
 // Turns libssh's connect error into the cause a user acts on.
@@ -211,8 +209,28 @@ std::string local_user_name() {
   return "root";
 }
 
+std::filesystem::path default_known_hosts() {
+  const char* home = std::getenv("HOME");
+  return std::filesystem::path(home != nullptr ? home : "/root") / ".ssh" / "known_hosts";
+}
+
 std::string seconds_text(std::chrono::milliseconds duration) {
   return format_duration(std::chrono::duration_cast<std::chrono::nanoseconds>(duration));
+}
+
+void enable_tcp_keepalive(int fd, std::chrono::milliseconds interval) {
+  if (fd < 0 || interval.count() <= 0) {
+    return;
+  }
+  int on = 1;
+  int seconds = std::max(1, static_cast<int>(interval.count() / 1000));
+  int probes = 2;
+  unsigned int user_timeout = static_cast<unsigned int>(interval.count()) * 3;
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &seconds, sizeof seconds);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &seconds, sizeof seconds);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
 }
 
 void set_timeout(ssh_session session, std::chrono::milliseconds timeout) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -27,10 +28,15 @@ using SessionPtr = std::unique_ptr<ssh_session_struct, SessionDeleter>;
 SessionPtr connect_hop(const SshEndpoint& endpoint, const SshConnectOptions& options,
                        const std::string& who, int fd);
 
+// Makes the kernel notice a peer that stopped acknowledging, so a dead host ends the session
+// instead of leaving it waiting forever; `interval` zero leaves the socket as it is.
+void enable_tcp_keepalive(int fd, std::chrono::milliseconds interval);
 // Bounds every blocking call of the session.
 void set_timeout(ssh_session session, std::chrono::milliseconds timeout);
 // The duration as errors print it (format_duration).
 std::string seconds_text(std::chrono::milliseconds duration);
 std::string local_user_name();
+// ~/.ssh/known_hosts
+std::filesystem::path default_known_hosts();
 
 }  // namespace ernic::ssh_login

@@ -108,6 +108,20 @@ GuestImage from_vm_info(const nlohmann::json& json, const std::filesystem::path&
 
 }  // namespace
 
+std::uint64_t qcow2_virtual_size(const std::filesystem::path& disk) {
+  std::ifstream in(disk, std::ios::binary);
+  unsigned char header[32] = {};
+  if (!in.read(reinterpret_cast<char*>(header), sizeof header) || header[0] != 'Q' ||
+      header[1] != 'F' || header[2] != 'I' || header[3] != 0xfb) {
+    throw std::runtime_error(fmt::format("{} is not a qcow2 image", disk.string()));
+  }
+  std::uint64_t size = 0;
+  for (int i = 24; i < 32; ++i) {
+    size = (size << 8) | header[i];
+  }
+  return size;
+}
+
 std::vector<HostKey> parse_public_keys(const std::string& text) {
   std::vector<HostKey> keys;
   std::istringstream lines(text);

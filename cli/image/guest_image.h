@@ -49,6 +49,9 @@ struct GuestImage {
 // file and the missing or malformed field.
 GuestImage load_image_manifest(const std::filesystem::path& manifest);
 
+// A qcow2 disk's virtual size in bytes, from its header; throws naming a file that is not qcow2.
+std::uint64_t qcow2_virtual_size(const std::filesystem::path& disk);
+
 // Reads "TYPE BASE64 [comment]" lines (a .pub file or several).
 std::vector<HostKey> parse_public_keys(const std::string& text);
 

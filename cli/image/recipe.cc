@@ -1,7 +1,6 @@
 #include "image/recipe.h"
 
 #include <fmt/format.h>
-#include <openssl/evp.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include <stdexcept>
 
 #include "common/units.h"
+#include "image/image_digest.h"
 
 namespace ernic {
 namespace {
@@ -189,16 +189,9 @@ void check_complete(const std::filesystem::path& file, const YAML::Node& root,
 }  // namespace
 
 std::string sha256_hex(const std::string& bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr) != 1) {
-    throw std::runtime_error("SHA-256 failed");
-  }
-  std::string hex;
-  for (unsigned int i = 0; i < length; ++i) {
-    hex += fmt::format("{:02x}", digest[i]);
-  }
-  return hex;
+  Sha256Stream digest;
+  digest.update(bytes.data(), bytes.size());
+  return digest.hex();
 }
 
 ImageRecipe parse_image_recipe(const std::string& text, const std::filesystem::path& file) {

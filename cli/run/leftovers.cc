@@ -16,6 +16,9 @@
 #include <thread>
 
 #include "hosts/libvirt_connection.h"
+#include "hosts/libvirt_handles.h"
+#include "hosts/libvirt_image_upload.h"
+#include "hosts/libvirt_resources.h"
 #include "hosts/process_command.h"
 
 namespace ernic {
@@ -46,10 +49,13 @@ std::string read_all(const fs::path& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+const char* const kLocalLibvirt = "qemu:///system";
+
 // Candidates found by name, before deciding which tokens are wanted.
 struct Candidates {
   std::vector<Leftover> items;
   std::vector<std::string> notes;
+  std::vector<std::string> errors;
 };
 
 void scan_names(Candidates& out) {
@@ -80,9 +86,29 @@ void scan_names(Candidates& out) {
   }
 }
 
+// Uploads a killed run left unfinished in a remote host's image cache pool (their claims,
+// NAME.uploading-TOKEN).
+void scan_unfinished_uploads(virConnectPtr connection, const std::string& uri, Candidates& out) {
+  StoragePoolHandle cache = lookup_storage_pool(connection, kImageCachePool);
+  if (!cache || virStoragePoolIsActive(cache.get()) != 1) {
+    return;
+  }
+  virStoragePoolRefresh(cache.get(), 0);
+  virStorageVolPtr* volumes = nullptr;
+  int count = virStoragePoolListAllVolumes(cache.get(), &volumes, 0);
+  for (int i = 0; i < count; ++i) {
+    StorageVolumeHandle volume(volumes[i]);
+    std::string name = virStorageVolGetName(volume.get());
+    if (std::string token = upload_claim_token(name); !token.empty()) {
+      out.items.push_back({token, "volume", std::string(kImageCachePool) + "/" + name, uri});
+    }
+  }
+  free(volumes);
+}
+
 void scan_libvirt(const std::string& uri, Candidates& out) {
   // Only a daemon that already runs is asked: finding leftovers never starts one.
-  if (uri == "qemu:///system" && !fs::exists("/run/libvirt/libvirt-sock") &&
+  if (uri == kLocalLibvirt && !fs::exists("/run/libvirt/libvirt-sock") &&
       !fs::exists("/var/run/libvirt/libvirt-sock")) {
     return;
   }
@@ -91,35 +117,42 @@ void scan_libvirt(const std::string& uri, Candidates& out) {
     virDomainPtr* domains = nullptr;
     int count = virConnectListAllDomains(connection.get(), &domains, 0);
     for (int i = 0; i < count; ++i) {
-      std::string name = virDomainGetName(domains[i]);
+      DomainHandle domain(domains[i]);
+      std::string name = virDomainGetName(domain.get());
       if (auto token = token_of(name, kDomainName)) {
-        out.items.push_back({*token, "domain", name});
+        out.items.push_back({*token, "domain", name, uri});
       }
-      virDomainFree(domains[i]);
     }
     free(domains);
     virNetworkPtr* networks = nullptr;
     count = virConnectListAllNetworks(connection.get(), &networks, 0);
     for (int i = 0; i < count; ++i) {
-      std::string name = virNetworkGetName(networks[i]);
+      NetworkHandle network(networks[i]);
+      std::string name = virNetworkGetName(network.get());
       if (auto token = token_of(name, kNetworkOrPoolName)) {
-        out.items.push_back({*token, "network", name});
+        out.items.push_back({*token, "network", name, uri});
       }
-      virNetworkFree(networks[i]);
     }
     free(networks);
     virStoragePoolPtr* pools = nullptr;
     count = virConnectListAllStoragePools(connection.get(), &pools, 0);
     for (int i = 0; i < count; ++i) {
-      std::string name = virStoragePoolGetName(pools[i]);
+      StoragePoolHandle pool(pools[i]);
+      std::string name = virStoragePoolGetName(pool.get());
       if (auto token = token_of(name, kNetworkOrPoolName)) {
-        out.items.push_back({*token, "pool", name});
+        out.items.push_back({*token, "pool", name, uri});
       }
-      virStoragePoolFree(pools[i]);
     }
     free(pools);
+    scan_unfinished_uploads(connection.get(), uri, out);
   } catch (const std::exception& e) {
-    out.notes.push_back(fmt::format("libvirt not checked: {}", e.what()));
+    if (uri == kLocalLibvirt) {
+      out.notes.push_back(fmt::format("libvirt not checked: {}", e.what()));
+    } else {
+      out.errors.push_back(fmt::format(
+          "libvirt at {} not reachable, its domains, networks and pools not removed: {}", uri,
+          e.what()));
+    }
   }
 }
 
@@ -193,31 +226,20 @@ void remove_libvirt_object(const Leftover& item, virConnectPtr connection) {
       virNetworkUndefine(network);
     }
     virNetworkFree(network);
+  } else if (item.kind == "volume") {
+    auto slash = item.name.find('/');
+    remove_unfinished_upload(connection, item.name.substr(0, slash), item.name.substr(slash + 1));
   } else if (item.kind == "pool") {
-    virStoragePoolPtr pool = virStoragePoolLookupByName(connection, item.name.c_str());
-    if (pool == nullptr) {
-      return;
-    }
-    if (virStoragePoolIsActive(pool) == 1) {
-      virStoragePoolRefresh(pool, 0);
-      virStorageVolPtr* volumes = nullptr;
-      int count = virStoragePoolListAllVolumes(pool, &volumes, 0);
-      for (int i = 0; i < count; ++i) {
-        virStorageVolDelete(volumes[i], 0);
-        virStorageVolFree(volumes[i]);
-      }
-      free(volumes);
-      virStoragePoolDestroy(pool);
-    }
-    virStoragePoolDelete(pool, 0);
-    if (virStoragePoolIsPersistent(pool) == 1) {
-      virStoragePoolUndefine(pool);
-    }
-    virStoragePoolFree(pool);
+    remove_storage_pool(connection, item.name, PoolContents::kEverything);  // ernic-TOKEN's
   }
 }
 
 }  // namespace
+
+std::string Leftover::describe() const {
+  std::string text = kind + " " + name;
+  return uri.empty() || uri == kLocalLibvirt ? text : text + " on " + uri;
+}
 
 bool process_running(pid_t pid) {
   if (pid <= 0 || ::kill(pid, 0) != 0) {
@@ -261,12 +283,16 @@ bool RunLock::held(const std::string& token) {
   return busy;
 }
 
-LeftoverScan find_leftovers(const std::set<std::string>& tokens, const std::string& libvirt_uri) {
+LeftoverScan find_leftovers(const std::set<std::string>& tokens,
+                            const std::vector<std::string>& libvirt_uris) {
   Candidates candidates;
   scan_names(candidates);
-  scan_libvirt(libvirt_uri, candidates);
+  for (const auto& uri : std::set<std::string>(libvirt_uris.begin(), libvirt_uris.end())) {
+    scan_libvirt(uri, candidates);
+  }
   LeftoverScan scan;
   scan.notes = candidates.notes;
+  scan.errors = candidates.errors;
   std::set<std::string> wanted;
   std::vector<Leftover> namespaces;
   for (const auto& item : candidates.items) {
@@ -300,7 +326,7 @@ LeftoverScan find_leftovers(const std::set<std::string>& tokens, const std::stri
 void remove_leftovers(const std::vector<Leftover>& leftovers, const std::string& libvirt_uri,
                       const std::function<void(const Leftover&, const std::string&)>& on_error,
                       std::chrono::milliseconds grace) {
-  std::unique_ptr<LibvirtConnection> connection;
+  std::map<std::string, std::unique_ptr<LibvirtConnection>> connections;  // by URI
   auto remove = [&](const Leftover& item) {
     try {
       if (item.kind == "netns") {
@@ -310,8 +336,10 @@ void remove_leftovers(const std::vector<Leftover>& leftovers, const std::string&
       } else if (item.kind == "file") {
         fs::remove(item.name);
       } else {
+        const std::string& uri = item.uri.empty() ? libvirt_uri : item.uri;
+        auto& connection = connections[uri];
         if (!connection) {
-          connection = std::make_unique<LibvirtConnection>(libvirt_uri);
+          connection = std::make_unique<LibvirtConnection>(uri);
         }
         remove_libvirt_object(item, connection->get());
       }
@@ -346,7 +374,7 @@ void remove_leftovers(const std::vector<Leftover>& leftovers, const std::string&
       ::kill(pid, SIGKILL);
     }
   }
-  for (const char* kind : {"network", "pool", "netns", "directory", "file"}) {
+  for (const char* kind : {"network", "pool", "volume", "netns", "directory", "file"}) {
     for (const auto& item : leftovers) {
       if (item.kind == kind) {
         remove(item);

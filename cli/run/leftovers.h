@@ -40,23 +40,37 @@ std::string process_command_line(pid_t pid);
 
 struct Leftover {
   std::string token;
-  std::string kind;  // "process", "netns", "domain", "network", "pool", "directory"
-  std::string name;  // pid, namespace, libvirt object name or path
-  std::string describe() const { return kind + " " + name; }
+  // "process", "netns", "domain", "network", "pool", "volume" (an unfinished upload's claim in
+  // a remote host's image cache pool), "directory", "file"
+  std::string kind;
+  std::string name;   // pid, namespace, libvirt object name ("POOL/VOLUME" for a volume) or path
+  std::string uri{};  // libvirt objects: the daemon they are on
+  std::string describe() const;
 };
 
 struct LeftoverScan {
   std::vector<Leftover> found;
   std::set<std::string> live_tokens;  // runs still going: left alone
   std::vector<std::string> notes;     // e.g. "libvirt not reachable: domains not checked"
+  // Remote libvirt hosts that could not be asked, each naming its URI and why: what a run left
+  // there is still there.
+  std::vector<std::string> errors;
 };
 
-// Everything on this machine named after a run token, for `tokens` (empty: every run whose
-// ernicctl is gone). `libvirt_uri` is where guests' domains are looked for.
-LeftoverScan find_leftovers(const std::set<std::string>& tokens, const std::string& libvirt_uri);
+// Everything named after a run token, for `tokens` (empty: every run whose ernicctl is gone),
+// on this machine and in the libvirt daemons of `libvirt_uris` (domains, networks, pools, and
+// unfinished uploads in a remote host's image cache pool; the cache itself is kept). The local
+// daemon is only asked when it runs; a remote URI that does not answer is an error.
+LeftoverScan find_leftovers(const std::set<std::string>& tokens,
+                            const std::vector<std::string>& libvirt_uris);
+inline LeftoverScan find_leftovers(const std::set<std::string>& tokens,
+                                   const std::string& libvirt_uri) {
+  return find_leftovers(tokens, std::vector<std::string>{libvirt_uri});
+}
 
 // Removes them: domains first (libvirt stops their QEMU), then processes (SIGTERM, then SIGKILL
-// after `grace`), then networks, pools, namespaces and directories. `on_error` hears what could not
+// after `grace`), then networks, pools, volumes, namespaces and directories, each libvirt object
+// through its own `uri` (`libvirt_uri` for one that names none). `on_error` hears what could not
 // be removed and why.
 void remove_leftovers(const std::vector<Leftover>& leftovers, const std::string& libvirt_uri,
                       const std::function<void(const Leftover&, const std::string&)>& on_error,

@@ -23,6 +23,7 @@
 #include "hosts/libvirt_provider.h"
 #include "image/image_builder.h"
 #include "image/local_process.h"
+#include "libvirt_e2e_support.h"
 #include "platform/platform.h"
 #include "run/cleanup_stack.h"
 #include "run/leftovers.h"
@@ -31,72 +32,12 @@
 namespace ernic {
 namespace {
 namespace fs = std::filesystem;
+using namespace e2e;
 using SteadyClock = std::chrono::steady_clock;
 
 std::atomic<bool> g_interrupted{false};
 void on_sigint(int /*signal*/) {
   g_interrupted.store(true);
-}
-
-std::string random_token() {
-  std::random_device device;
-  return fmt::format("{:06x}", device() & 0xffffff);
-}
-
-fs::path make_run_dir(const std::string& token) {
-  fs::path dir = fs::temp_directory_path() / ("ernic-libvirt-e2e-" + token);
-  fs::create_directories(dir);
-  fs::permissions(dir, fs::perms(0755));
-  return dir;
-}
-
-// Everything of run `token` that still exists: domains, networks, pools, overlay folder, QEMU
-// processes. Empty when teardown was complete.
-std::vector<std::string> leftovers(const std::string& token) {
-  std::vector<std::string> found;
-  std::string prefix = "ernic-" + token;
-  LibvirtConnection connection("qemu:///system");
-  virDomainPtr* domains = nullptr;
-  int count = virConnectListAllDomains(connection.get(), &domains, 0);
-  for (int i = 0; i < count; ++i) {
-    std::string name = virDomainGetName(domains[i]);
-    if (name.rfind(prefix, 0) == 0) {
-      found.push_back("domain " + name);
-    }
-    virDomainFree(domains[i]);
-  }
-  free(domains);
-  virNetworkPtr* networks = nullptr;
-  count = virConnectListAllNetworks(connection.get(), &networks, 0);
-  for (int i = 0; i < count; ++i) {
-    std::string name = virNetworkGetName(networks[i]);
-    if (name.rfind(prefix, 0) == 0) {
-      found.push_back("network " + name);
-    }
-    virNetworkFree(networks[i]);
-  }
-  free(networks);
-  virStoragePoolPtr* pools = nullptr;
-  count = virConnectListAllStoragePools(connection.get(), &pools, 0);
-  for (int i = 0; i < count; ++i) {
-    std::string name = virStoragePoolGetName(pools[i]);
-    if (name.rfind(prefix, 0) == 0) {
-      found.push_back("storage pool " + name);
-    }
-    virStoragePoolFree(pools[i]);
-  }
-  free(pools);
-  if (fs::exists(fs::path("/var/lib/libvirt/images") / prefix)) {
-    found.push_back("overlay folder /var/lib/libvirt/images/" + prefix);
-  }
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    std::ifstream cmdline(entry.path() / "cmdline");
-    std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
-    if (text.find("guest=" + prefix) != std::string::npos) {
-      found.push_back("process " + entry.path().filename().string());
-    }
-  }
-  return found;
 }
 
 HostSpec guest_entry(const std::string& name) {
@@ -134,12 +75,6 @@ LocalProcessResult ssh_run(const GuestSshTarget& target, const std::string& comm
        target.address, command},
       options);
 }
-
-struct Daemons {
-  Daemons() { daemons.ensure_running(std::chrono::seconds(120)); }
-  ~Daemons() { daemons.stop_started(); }
-  LibvirtDaemons daemons;
-};
 
 TEST_CASE(
     "two TCG guests boot from the built image, answer SSH with the image's host key, and "
@@ -302,25 +237,6 @@ std::vector<std::string> two_guest_command(const fs::path& work) {
           "benchmarks.lat.params.verb=[send]"};
 }
 
-nlohmann::json last_json_line(const fs::path& file) {
-  std::ifstream in(file);
-  std::string line, last;
-  while (std::getline(in, line)) {
-    if (!line.empty()) {
-      last = line;
-    }
-  }
-  return nlohmann::json::parse(last);
-}
-
-fs::path only_run_dir(const fs::path& runs) {
-  fs::path found;
-  for (const auto& entry : fs::directory_iterator(runs)) {
-    found = entry.path();
-  }
-  return found;
-}
-
 TEST_CASE(
     "ernicctl run two-guest-softroce.yaml: soft-RoCE perftest, pingpong and iperf3 between two "
     "guests into the history, nothing left behind",
@@ -399,18 +315,7 @@ TEST_CASE("Ctrl-C to ernicctl run while its guests boot: exit 130 and nothing le
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   REQUIRE(booting());
-  ::kill(run->pid(), SIGINT);
-  auto interrupted_at = SteadyClock::now();
-  run->wait_until(SteadyClock::now() + std::chrono::minutes(3), false);
-  run->finish_output();
-  double stopped_after = std::chrono::duration<double>(SteadyClock::now() - interrupted_at).count();
-  std::cerr << fmt::format("TIMING Ctrl-C to exit: {:.1f} s\n", stopped_after);
-  INFO(run->stdout_text() << run->stderr_text());
-  CHECK(run->exit_code() == 130);
-  nlohmann::json record;
-  std::ifstream(only_run_dir(work / "runs") / "record.json") >> record;
-  CHECK(record["ernicctl"]["status"] == "incomplete");
-  CHECK(leftovers(record["ernicctl"]["run_token"].get<std::string>()).empty());
+  interrupt_and_expect_nothing_left(*run, work, "Ctrl-C to exit");
   fs::remove_all(work);
 }
 

@@ -4,7 +4,6 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <csignal>
@@ -19,8 +18,9 @@
 namespace ernic {
 namespace {
 
+using testing::error_of;
+using testing::seconds_since;
 using testing::SshdInNamespace;
-using testing::SshdOptions;
 using testing::SshdServer;
 using namespace std::chrono_literals;
 
@@ -52,19 +52,6 @@ std::string read_file(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const SshError& error) {
-    return error.what();
-  }
-  return "";
 }
 
 TEST_CASE("ssh host runs a command and reports stdout, stderr and exit status", "[ssh]") {
@@ -453,43 +440,6 @@ TEST_CASE("a killed sshd ends the session and its commands", "[ssh]") {
   auto started = Clock::now();
   CHECK_FALSE(host.check_alive().empty());
   CHECK(seconds_since(started) < 3.0);
-}
-
-TEST_CASE("a jump host tunnels the connection", "[ssh]") {
-  // jump: a namespace the test process reaches; target: a namespace reached only from jump.
-  SshdInNamespace jump;
-  std::string target_ns = jump.ns.name() + "b";
-  std::string veth_a = "ej" + std::to_string(getpid() % 100000) + "a";
-  std::string veth_b = "ej" + std::to_string(getpid() % 100000) + "b";
-  testing::run_program({"ip", "netns", "del", target_ns});
-  testing::run_checked({"ip", "netns", "add", target_ns});
-  struct Cleanup {
-    std::string ns;
-    ~Cleanup() { testing::run_program({"ip", "netns", "del", ns}); }
-  } cleanup{target_ns};
-  testing::run_checked({"ip", "link", "add", veth_a, "netns", jump.ns.name(), "type", "veth",
-                        "peer", "name", veth_b, "netns", target_ns});
-  testing::run_checked(
-      {"ip", "-n", jump.ns.name(), "addr", "add", "192.168.251.1/24", "dev", veth_a});
-  testing::run_checked({"ip", "-n", jump.ns.name(), "link", "set", veth_a, "up"});
-  testing::run_checked({"ip", "-n", target_ns, "addr", "add", "192.168.251.2/24", "dev", veth_b});
-  testing::run_checked({"ip", "-n", target_ns, "link", "set", veth_b, "up"});
-  testing::run_checked({"ip", "-n", target_ns, "link", "set", "lo", "up"});
-  SshdServer target(SshdOptions{target_ns, "192.168.251.2", 0, false});
-
-  SshConnectOptions options = target.connect_options("inner");
-  SshConnectOptions jump_options = jump.sshd.connect_options("jump");
-  options.jump = jump_options.target;
-  // One known_hosts file for both hops.
-  std::ofstream(options.known_hosts, std::ios::app) << jump.sshd.known_hosts_line() << "\n";
-  SshHost host("inner", "192.168.251.2", options);
-  CommandResult result = host.run(CommandSpec{{"ip", "-o", "-4", "addr", "show"}, 10s, {}});
-  CHECK(result.ok());
-  CHECK(result.out.find("192.168.251.2") != std::string::npos);
-  CHECK(host.describe().find("via root@") != std::string::npos);
-  std::string payload(300000, 'j');
-  host.upload(payload, (target.directory() / "through-jump").string(), 0644);
-  CHECK(read_file((target.directory() / "through-jump").string()) == payload);
 }
 
 }  // namespace

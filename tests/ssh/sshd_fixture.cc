@@ -430,4 +430,17 @@ bool process_running(const std::vector<std::string>& argv) {
   return false;
 }
 
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const SshError& error) {
+    return error.what();
+  }
+  return "";
+}
+
 }  // namespace ernic::testing

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -134,6 +135,11 @@ struct SshdInNamespace {
     return SshHost(label, ns.inside_address(), sshd.connect_options(label));
   }
 };
+
+// Seconds from `start` until now.
+double seconds_since(Clock::time_point start);
+// The message of the SshError `action` throws; empty when it throws none.
+std::string error_of(const std::function<void()>& action);
 
 // Whether a process whose command line is exactly `argv` exists (checks /proc).
 bool process_running(const std::vector<std::string>& argv);

@@ -15,16 +15,18 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// The libvirt daemon the run's guests live under (their `uri` fact).
-std::string libvirt_uri_of(const std::optional<json>& state) {
+// This machine's libvirt daemon, and every one the state's guests live under (their `uri`
+// facts): a remote host keeps what a killed run made there until `down` asks it.
+std::vector<std::string> libvirt_uris_of(const std::optional<json>& state) {
+  std::vector<std::string> uris{"qemu:///system"};
   if (state) {
-    for (const auto& host : (*state)["hosts"]) {
-      if (host["facts"].contains("uri")) {
-        return host["facts"]["uri"];
+    for (const auto& host : state->value("hosts", json::array())) {
+      if (host.contains("facts") && host["facts"].contains("uri")) {
+        uris.push_back(host["facts"]["uri"]);
       }
     }
   }
-  return "qemu:///system";
+  return uris;
 }
 
 // The instances `up` recorded, when they still run: found by name only if their sockets are in
@@ -54,14 +56,16 @@ void add_recorded_instances(const json& state, LeftoverScan& scan) {
 
 int down(const StateFlags& flags, bool list_only) {
   auto state = read_state(flags);
-  std::string uri = libvirt_uri_of(state);
   // Everything of the run `up` started, and of every run whose ernicctl is gone.
-  LeftoverScan scan = find_leftovers({}, uri);
+  LeftoverScan scan = find_leftovers({}, libvirt_uris_of(state));
   if (state) {
     add_recorded_instances(*state, scan);
   }
   for (const auto& note : scan.notes) {
     std::cerr << "note: " << note << "\n";
+  }
+  for (const auto& error : scan.errors) {
+    std::cerr << "error: " << error << "\n";
   }
   for (const auto& token : scan.live_tokens) {
     std::cerr << fmt::format("left alone: run {} is still going\n", token);
@@ -70,11 +74,11 @@ int down(const StateFlags& flags, bool list_only) {
     for (const auto& item : scan.found) {
       fmt::print("{}  {}\n", item.token, item.describe());
     }
-    return kExitOk;
+    return scan.errors.empty() ? kExitOk : kExitFailed;
   }
   int failures = 0;
   std::set<std::string> failed;
-  remove_leftovers(scan.found, uri, [&](const Leftover& item, const std::string& why) {
+  remove_leftovers(scan.found, "qemu:///system", [&](const Leftover& item, const std::string& why) {
     ++failures;
     failed.insert(item.describe());
     std::cerr << fmt::format("could not remove {}: {}\n", item.describe(), why);
@@ -84,7 +88,11 @@ int down(const StateFlags& flags, bool list_only) {
       fmt::print("removed {} (run {})\n", item.describe(), item.token);
     }
   }
-  if (state) {
+  if (state && !scan.errors.empty()) {
+    // It names the hosts not reached: the next `down` tries them again.
+    std::cerr << fmt::format("state kept in {}: run `ernicctl down` again once they answer\n",
+                             state_file(flags).string());
+  } else if (state) {
     remove_instance_files(*state);
     std::error_code ignored;
     fs::remove(manifest_file(flags), ignored);
@@ -92,7 +100,7 @@ int down(const StateFlags& flags, bool list_only) {
   }
   fmt::print("down: {} removed{}\n", scan.found.size() - static_cast<std::size_t>(failures),
              failures > 0 ? fmt::format(", {} could not be", failures) : "");
-  return failures > 0 ? kExitFailed : kExitOk;
+  return failures > 0 || !scan.errors.empty() ? kExitFailed : kExitOk;
 }
 
 }  // namespace

@@ -9,10 +9,31 @@
 #include <iostream>
 
 #include "commands/bringup/bringup_state.h"
+#include "hosts/ssh_jump.h"
 
 namespace ernic {
 namespace {
 using nlohmann::json;
+
+// A remote libvirt host's guest is reached through the jump host its run used, that host's key
+// verified as strictly as the guest's.
+std::vector<std::string> jump_options(const json& facts) {
+  if (!facts.contains("ssh_jump")) {
+    return {};
+  }
+  SshEndpoint jump = parse_ssh_destination(facts["ssh_jump"].get<std::string>());
+  std::string proxy = fmt::format(
+      "ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -o GlobalKnownHostsFile=/dev/null -p {} "
+      "-l {} -W %h:%p",
+      jump.port, shell_quote(jump.user.empty() ? ssh_login::local_user_name() : jump.user));
+  for (const auto& [fact, option] : {std::pair{"ssh_jump_key", "-i "},
+                                     std::pair{"ssh_jump_known_hosts", "-o UserKnownHostsFile="}}) {
+    if (facts.contains(fact) && !facts[fact].get<std::string>().empty()) {
+      proxy += fmt::format(" {}{}", option, shell_quote(facts[fact].get<std::string>()));
+    }
+  }
+  return {"-o", "ProxyCommand=" + proxy + " " + shell_quote(jump.host)};
+}
 
 // The command line that logs in to `host`; empty when it is nothing to log in to.
 std::vector<std::string> login_command(const json& host) {
@@ -21,18 +42,22 @@ std::vector<std::string> login_command(const json& host) {
     return {"ip", "netns", "exec", facts["netns"].get<std::string>()};
   }
   if (facts.contains("ssh_key")) {
-    return {"ssh",
-            "-i",
-            facts["ssh_key"].get<std::string>(),
-            "-o",
-            "UserKnownHostsFile=" + facts["ssh_known_hosts"].get<std::string>(),
-            "-o",
-            "GlobalKnownHostsFile=/dev/null",
-            "-o",
-            "StrictHostKeyChecking=yes",
-            "-l",
-            facts["ssh_user"].get<std::string>(),
-            host["address"].get<std::string>()};
+    std::vector<std::string> via = jump_options(facts);
+    std::vector<std::string> argv{
+        "ssh",
+        "-i",
+        facts["ssh_key"].get<std::string>(),
+        "-o",
+        "UserKnownHostsFile=" + facts["ssh_known_hosts"].get<std::string>(),
+        "-o",
+        "GlobalKnownHostsFile=/dev/null",
+        "-o",
+        "StrictHostKeyChecking=yes",
+        "-l",
+        facts["ssh_user"].get<std::string>()};
+    argv.insert(argv.end(), via.begin(), via.end());
+    argv.push_back(host["address"].get<std::string>());
+    return argv;
   }
   return {};
 }

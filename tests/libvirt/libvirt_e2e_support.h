@@ -1,0 +1,39 @@
+#pragma once
+
+// Helpers the libvirt end-to-end tests share: run folders, the leftovers of a run, the daemons.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/subprocess.h"
+#include "hosts/libvirt_connection.h"
+
+namespace ernic::e2e {
+
+std::string random_token();
+// A fresh folder under /tmp for run `token`, readable by QEMU.
+std::filesystem::path make_run_dir(const std::string& token);
+// Everything of run `token` that still exists: domains, networks, pools, overlay folder, QEMU
+// processes. Empty when teardown was complete.
+std::vector<std::string> leftovers(const std::string& token);
+// The last JSON line of a file (a history).
+nlohmann::json last_json_line(const std::filesystem::path& file);
+// The one run folder under `runs`.
+std::filesystem::path only_run_dir(const std::filesystem::path& runs);
+
+// Sends SIGINT to a booting `ernicctl run` and checks that it exits 130 within 3 minutes
+// (printing "TIMING <what>: N s"), that its record says incomplete and that nothing of the run
+// is left.
+void interrupt_and_expect_nothing_left(Subprocess& run, const std::filesystem::path& work,
+                                       const std::string& what);
+
+// libvirtd and virtlogd for the test's lifetime (stopped after when the test started them).
+struct Daemons {
+  Daemons() { daemons.ensure_running(std::chrono::seconds(120)); }
+  ~Daemons() { daemons.stop_started(); }
+  LibvirtDaemons daemons;
+};
+
+}  // namespace ernic::e2e
