@@ -9,6 +9,7 @@
 #include <deque>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -17,6 +18,23 @@
 #include "runtime/instance.h"
 
 namespace ernic::emu {
+
+namespace {
+
+// Readable by the owner only from its creation on: the token is the mesh's one secret.
+void write_token_file(const std::filesystem::path& file, const std::string& token) {
+  std::filesystem::remove(file);
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 || ::write(fd, token.data(), token.size()) != static_cast<ssize_t>(token.size())) {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+    throw std::runtime_error(fmt::format("cannot write the mesh token file {}", file.string()));
+  }
+  ::close(fd);
+}
+
+}  // namespace
 
 Supervisor::~Supervisor() {
   stop();
@@ -129,15 +147,18 @@ InstanceInfo planned_instance(const SupervisorConfig& config, int id) {
   info.stats = config.dir / fmt::format("ernic{}.stats", id);
   info.mac = fmt::format("02:e7:00:00:00:{:02x}", id);
   info.gids = {*link_local_gid(info.mac), fmt::format("192.168.200.{}", 10 * id)};
+  info.bind = config.bind;
   return info;
 }
 
+std::filesystem::path token_file_of(const SupervisorConfig& config) {
+  return config.token_file.empty() ? config.dir / "mesh.token" : config.token_file;
+}
+
 std::vector<std::string> instance_arguments(const SupervisorConfig& config,
-                                            const InstanceInfo& info,
-                                            const std::string& manager_port) {
-  const std::string backend = info.id == 1
-                                  ? fmt::format("tcp:manager:listen:{}", config.base_port)
-                                  : fmt::format("tcp:worker:{}:{}", config.bind, manager_port);
+                                            const InstanceInfo& info, const std::string& manager) {
+  const std::string backend = info.id == 1 ? fmt::format("tcp:manager:listen:{}", config.base_port)
+                                           : fmt::format("tcp:worker:{}", manager);
   std::vector<std::string> args = {"emulator",
                                    "--backend",
                                    backend,
@@ -148,15 +169,12 @@ std::vector<std::string> instance_arguments(const SupervisorConfig& config,
                                    "--gids",
                                    fmt::format("{},{}", info.gids[0], info.gids[1]),
                                    "--stats-file",
-                                   info.stats.string(),
-                                   "--log-file",
-                                   info.log.string(),
-                                   "--log-level",
-                                   config.log_level,
-                                   "--token",
-                                   config.token,
-                                   "--bind",
-                                   config.bind};
+                                   info.stats.string()};
+  if (!config.log_to_stderr) {
+    args.insert(args.end(), {"--log-file", info.log.string()});
+  }
+  args.insert(args.end(), {"--log-level", config.log_level, "--token-file",
+                           token_file_of(config).string(), "--bind", info.bind});
   args.insert(args.end(), config.extra_args.begin(), config.extra_args.end());
   return args;
 }
@@ -173,13 +191,15 @@ void Supervisor::start(const SupervisorConfig& config) {
     throw std::runtime_error("the embedded emulator mesh needs a token");
   }
   std::filesystem::create_directories(config.dir);
+  write_token_file(token_file_of(config), config.token);
   try {
     for (int id = 1; id <= config.instances; ++id) {
       InstanceInfo info = planned_instance(config, id);
       std::filesystem::remove(info.socket);
       std::filesystem::remove(info.log);
-      auto args = instance_arguments(config, info,
-                                     id == 1 ? "" : std::to_string(instances_.front().mesh_port));
+      auto args = instance_arguments(
+          config, info,
+          id == 1 ? "" : fmt::format("{}:{}", config.bind, instances_.front().mesh_port));
       launch(info, args);
       wait_ready(info);
     }
@@ -190,8 +210,13 @@ void Supervisor::start(const SupervisorConfig& config) {
 }
 
 std::map<std::string, std::string> Supervisor::read_stats(const std::filesystem::path& file) {
-  std::map<std::string, std::string> values;
   std::ifstream in(file);
+  return parse_stats(std::string((std::istreambuf_iterator<char>(in)), {}));
+}
+
+std::map<std::string, std::string> Supervisor::parse_stats(const std::string& text) {
+  std::map<std::string, std::string> values;
+  std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
     const auto colon = line.find(" : ");
     if (colon != std::string::npos) {

@@ -16,8 +16,14 @@ struct SupervisorConfig {
   int instances = 2;            // one manager, instances - 1 workers
   std::uint16_t base_port = 0;  // manager's mesh port; 0 = pick a free one
   std::string token;
-  std::filesystem::path dir;  // sockets, logs, stats go here
-  std::string bind = "127.0.0.1";
+  std::filesystem::path dir;       // sockets, logs, stats go here
+  std::string bind = "127.0.0.1";  // where the instances' mesh listens
+  // The token goes to the instances in this file (mode 0600), never on a command line other
+  // users can read; empty: `dir`/mesh.token, which start() writes.
+  std::filesystem::path token_file;
+  // Leave out --log-file: the instance logs to stderr, which whoever started it keeps (an
+  // instance on another machine, whose output arrives over SSH).
+  bool log_to_stderr = false;
   std::chrono::milliseconds ready_timeout{30000};
   std::string log_level = "info";
   std::vector<std::string> extra_args;  // appended to every instance's command line
@@ -35,16 +41,19 @@ struct InstanceInfo {
   std::filesystem::path stats;
   std::vector<std::string> gids;
   std::string mac;
+  std::string bind;             // where its mesh listens
   std::uint16_t mesh_port = 0;  // manager only
 };
 
 // Instance `id` of `config` before it starts: its role, socket, log, stats, MAC and GIDs.
 InstanceInfo planned_instance(const SupervisorConfig& config, int id);
-// The `ernicctl` arguments instance `info` is started with; a worker dials the manager's
-// `manager_port` (known once the manager listens).
+// The `ernicctl` arguments instance `info` is started with; a worker dials the manager at
+// `manager` ("ADDRESS:PORT", known once the manager listens). Each instance listens on its own
+// `info.bind`, which for instances on different machines is not the manager's address.
 std::vector<std::string> instance_arguments(const SupervisorConfig& config,
-                                            const InstanceInfo& info,
-                                            const std::string& manager_port);
+                                            const InstanceInfo& info, const std::string& manager);
+// The file instance_arguments() passes as --token-file.
+std::filesystem::path token_file_of(const SupervisorConfig& config);
 
 // Starts a manager and N-1 workers of `ernicctl emulator` as child processes, each in its own
 // process group, watches them, and stops them: SIGTERM, bounded wait, SIGKILL.
@@ -78,6 +87,8 @@ class Supervisor {
   static std::string tail(const std::filesystem::path& file, int count);
   // An instance's stats file: `key : value` lines.
   static std::map<std::string, std::string> read_stats(const std::filesystem::path& file);
+  // The same from the file's text (an instance on another machine, read over SSH).
+  static std::map<std::string, std::string> parse_stats(const std::string& text);
 
  private:
   void launch(InstanceInfo& info, const std::vector<std::string>& args);

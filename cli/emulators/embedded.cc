@@ -1,39 +1,29 @@
 // `emulator: {kind: embedded}`: a manager and N-1 workers of this repository's emulator
-// (`ernicctl emulator`), joined by the TCP mesh on loopback, as child processes of the run.
+// (`ernicctl emulator`), joined by the TCP mesh: on loopback as child processes of the run
+// (`instances: N`), or each on the machine the list form places it on (placed_instances.h).
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <random>
 
 #include "common/version.h"
+#include "emulators/placed_instances.h"
 #include "emulators/registry.h"
 #include "supervisor.h"
 
 namespace ernic {
 namespace {
 
-std::string own_executable() {
-  return std::filesystem::read_symlink("/proc/self/exe").string();
-}
-
 std::string random_token() {
   std::random_device device;
   return fmt::format("{:08x}{:08x}", device(), device());
 }
 
-// What a load-generator endpoint attached to the instance needs to reach it.
 HostFacts facts_of(const emu::InstanceInfo& info) {
-  std::string gids;
-  for (const auto& gid : info.gids) {
-    gids += (gids.empty() ? "" : ",") + gid;
-  }
-  return {{"perf_socket", info.socket.string()},
-          {"ernicctl", own_executable()},
-          {"emulator_instance", std::to_string(info.id)},
-          {"emulator_role", info.role},
-          {"emulator_gids", gids},
-          {"emulator_mac", info.mac}};
+  return instance_facts(info, own_executable());
 }
 
 class RunningEmbedded final : public RunningEmulator {
@@ -103,10 +93,12 @@ class EmbeddedEmulator final : public EmulatorKind {
         .fields = {
             {.name = "instances",
              .kind = ValueKind::kInteger,
-             .description = "Instances: one manager, the rest workers",
+             .description = "Instances: one manager, the rest workers; a count (all on this "
+                            "machine) or a list placing each on a host ({on: HOST, bind: ADDRESS})",
              .default_text = "2",
              .minimum = 1,
-             .maximum = 64},
+             .maximum = 64,
+             .or_list = placement_schema()},
             {.name = "mesh_port",
              .kind = ValueKind::kInteger,
              .description = "Manager's mesh port; 0 picks a free one",
@@ -129,10 +121,29 @@ class EmbeddedEmulator final : public EmulatorKind {
     return schema;
   }
   int instance_count(const Config& config) const override {
-    return static_cast<int>(config.integer("instances", 2));
+    const auto placed = placements_of(config);
+    return placed.empty() ? static_cast<int>(config.integer("instances", 2))
+                          : static_cast<int>(placed.size());
+  }
+  std::vector<std::string> placement_hosts(const Config& config) const override {
+    std::vector<std::string> hosts;
+    for (const auto& placement : placements_of(config)) {
+      if (!placement.local() &&
+          std::find(hosts.begin(), hosts.end(), placement.on) == hosts.end()) {
+        hosts.push_back(placement.on);
+      }
+    }
+    return hosts;
+  }
+  void check(const Config& config, const std::vector<std::string>& host_names,
+             Diagnostics& out) const override {
+    check_placements(config, host_names, out);
   }
   std::vector<std::string> describe(const Config& config,
                                     const EmulatorContext& context) const override {
+    if (auto plan = placed_plan(config, context)) {
+      return describe_placed(*plan, context);
+    }
     emu::SupervisorConfig settings = settings_of(config, context);
     if (!config.has("token")) {
       settings.token = "<mesh-token>";
@@ -141,7 +152,7 @@ class EmbeddedEmulator final : public EmulatorKind {
     for (int id = 1; id <= settings.instances; ++id) {
       CommandSpec spec{.argv = {settings.executable}, .timeout = {}, .env = {}};
       for (auto& arg : emu::instance_arguments(settings, emu::planned_instance(settings, id),
-                                               "<manager-mesh-port>")) {
+                                               settings.bind + ":<manager-mesh-port>")) {
         spec.argv.push_back(std::move(arg));
       }
       lines.push_back(spec.display());
@@ -150,9 +161,20 @@ class EmbeddedEmulator final : public EmulatorKind {
   }
   HostFacts planned_facts(const Config& config, const EmulatorContext& context,
                           int instance) const override {
+    if (auto plan = placed_plan(config, context)) {
+      return planned_placed_facts(*plan, context, instance);
+    }
     return facts_of(emu::planned_instance(settings_of(config, context), instance));
   }
   std::unique_ptr<RunningEmulator> start(const Config& config, EmulatorContext& context) override {
+    if (auto plan = placed_plan(config, context)) {
+      if (context.bring_up) {
+        throw std::runtime_error(
+            "instances on other machines cannot be left running by up yet: `emulator.instances` "
+            "is a list (`on:`); `ernicctl run` starts and stops them, or give `up` a count");
+      }
+      return start_placed(*plan, context);
+    }
     emu::SupervisorConfig settings = settings_of(config, context);
     std::filesystem::create_directories(settings.dir);
     auto kept = context.run_dir / "emulator";
@@ -189,7 +211,19 @@ class EmbeddedEmulator final : public EmulatorKind {
     // Sockets need a short path (108 bytes); logs and stats are copied into the run directory.
     settings.dir =
         std::filesystem::temp_directory_path() / fmt::format("ernic-{}", context.run_token);
+    settings.ready_timeout = config.duration("ready_timeout", settings.ready_timeout);
     return settings;
+  }
+  // The list form: the same settings, each instance where its entry says.
+  std::optional<PlacedPlan> placed_plan(const Config& config,
+                                        const EmulatorContext& context) const {
+    auto placements = placements_of(config);
+    if (placements.empty()) {
+      return std::nullopt;
+    }
+    return PlacedPlan{.common = settings_of(config, context),
+                      .placements = std::move(placements),
+                      .run_dir = context.run_dir};
   }
 };
 

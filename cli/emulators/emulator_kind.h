@@ -1,6 +1,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "benchmarks/benchmark.h"
+#include "hosts/host.h"
 #include "run/cleanup_stack.h"
 #include "scenario/config_value.h"
 #include "scenario/schema.h"
@@ -41,6 +43,9 @@ struct EmulatorContext {
   // `ernicctl up`: the instances will be left running (RunningEmulator::detach()), so they must
   // not be tied to ernicctl's life.
   bool bring_up = false;
+  // The scenario's hosts by name, for instances placed on them (EmulatorKind::placement_hosts
+  // are created before start()); null for a host that does not exist (yet).
+  std::function<Host*(const std::string&)> host;
 };
 
 // One value of the scenario's `emulator.kind`: none, embedded (this repository's emulator),
@@ -53,6 +58,13 @@ class EmulatorKind {
   // Keys of the `emulator:` section besides `kind`.
   virtual const ObjectSchema& schema() const = 0;
   virtual int instance_count(const Config& config) const = 0;
+  // Hosts of the scenario that run instances (`on: HOST`): the run creates them before it
+  // starts the instances. Empty when every instance runs on this machine.
+  virtual std::vector<std::string> placement_hosts(const Config& /*config*/) const { return {}; }
+  // Checks beyond the schema that need the scenario's host names (an `on:` naming no host),
+  // located by the values' own locations.
+  virtual void check(const Config& /*config*/, const std::vector<std::string>& /*host_names*/,
+                     Diagnostics& /*out*/) const {}
   // Dry run: the command line of every instance start() would launch, derived from the same plan
   // start() carries out; values known only once instances run appear as <placeholders>.
   virtual std::vector<std::string> describe(const Config& config,

@@ -41,6 +41,13 @@ std::vector<std::pair<std::string, std::vector<HostSpec>>> hosts_by_provider(
   return groups;
 }
 
+// The hosts emulator instances run on (`on: HOST`).
+std::vector<std::string> placement_hosts(const Platform& platform, const Scenario& scenario) {
+  EmulatorKind* kind = platform.emulator_kind(scenario.emulator.kind);
+  return kind != nullptr ? kind->placement_hosts(scenario.emulator.config)
+                         : std::vector<std::string>{};
+}
+
 }  // namespace
 
 std::string file_safe(const std::string& text) {
@@ -100,7 +107,15 @@ EmulatorContext Executor::emulator_context() {
   return EmulatorContext{.run_dir = result_.run_dir,
                          .run_token = run_token_,
                          .cleanup = &cleanup_,
-                         .bring_up = options_.bring_up_only};
+                         .bring_up = options_.bring_up_only,
+                         .host = [this](const std::string& name) -> Host* {
+                           for (auto& created : hosts_) {
+                             if (created->name() == name) {
+                               return created.get();
+                             }
+                           }
+                           return nullptr;
+                         }};
 }
 
 RunResult Executor::run() {
@@ -132,9 +147,10 @@ RunResult Executor::run() {
       attach_emulator();
       attach_hosts();
     } else {
+      create_hosts(/*placement_groups=*/true);
       start_emulator();
       check_interrupt();
-      create_hosts();
+      create_hosts(/*placement_groups=*/false);
       attach_hosts_to_instances();
     }
     check_programs();
@@ -339,9 +355,16 @@ void Executor::attach_hosts_to_instances() {
   }
 }
 
-void Executor::create_hosts() {
+void Executor::create_hosts(bool placement_groups) {
   const Scenario& scenario = *plan_.scenario;
+  const std::vector<std::string> placed_on = placement_hosts(platform_, scenario);
   for (const auto& [provider_name, specs] : hosts_by_provider(scenario)) {
+    bool holds_placement = std::any_of(specs.begin(), specs.end(), [&](const HostSpec& spec) {
+      return std::find(placed_on.begin(), placed_on.end(), spec.name) != placed_on.end();
+    });
+    if (holds_placement != placement_groups) {
+      continue;
+    }
     HostProvider* provider = platform_.provider(provider_name);
     status_.phase(fmt::format("creating {} {} host{}", specs.size(), provider_name,
                               specs.size() == 1 ? "" : "s"));
@@ -487,10 +510,16 @@ void Executor::teardown() {
   if (cleanup_.size() > 0) {
     status_.phase(Interrupt::count() > 1 ? "tearing down (fast)" : "tearing down");
   }
-  hosts_.clear();
+  // Hosts that emulator instances run on stay until the instances are stopped and their stats
+  // copied, which their teardown does through those hosts.
+  const std::vector<std::string> placed_on = placement_hosts(platform_, *plan_.scenario);
+  std::erase_if(hosts_, [&](const std::unique_ptr<Host>& h) {
+    return std::find(placed_on.begin(), placed_on.end(), h->name()) == placed_on.end();
+  });
   runner_.tear_down(cleanup_, [this](const std::string& what, const std::string& error) {
     status_.warning(fmt::format("teardown: {} failed: {}", what, error));
   });
+  hosts_.clear();
 }
 
 }  // namespace ernic

@@ -55,7 +55,9 @@ class Executor {
   void check_attachment();
   void start_emulator();
   void attach_emulator();
-  void create_hosts();
+  // The provider groups that hold a host emulator instances run on (`on: HOST`: they must exist
+  // before the instances start), or (false) the others.
+  void create_hosts(bool placement_groups);
   void attach_hosts();
   void attach_hosts_to_instances();
   void check_programs();

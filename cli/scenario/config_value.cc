@@ -23,7 +23,8 @@ struct Config::Field {
   std::uint64_t amount = 0;  // size: bytes; bandwidth: bits per second
   std::chrono::milliseconds duration{0};
   std::vector<std::string> texts;  // a list of scalars (or a matrix field's values)
-  std::vector<Config> objects;     // kObject: one; a list of objects: each
+  std::vector<Config> objects;     // kObject: one; a list of objects (or_list's too): each
+  bool listable = false;           // declared with or_list
   std::vector<std::pair<std::string, std::string>> entries;  // kStringMap
 };
 
@@ -173,6 +174,13 @@ void convert(const YAML::Node& node, const FieldSchema& schema, Config::Field& f
       }
       return;
     default:
+      if (schema.or_list && node.IsSequence()) {
+        for (std::size_t i = 0; i < node.size(); ++i) {
+          field.objects.push_back(
+              make_config(node[i], *schema.or_list, file, fmt::format("{}[{}]", path, i)));
+        }
+        return;
+      }
       if (schema.matrix && node.IsSequence()) {  // the planner expands matrix values
         for (const auto& item : node) {
           field.texts.push_back(scalar_text(item));
@@ -198,7 +206,8 @@ Config make_config(const YAML::Node& node, const ObjectSchema& schema, const std
                                             data->location.line, data->location.column, path));
   }
   for (const auto& declared : schema.fields) {
-    Config::Field field{.name = declared.name, .kind = declared.kind};
+    Config::Field field{
+        .name = declared.name, .kind = declared.kind, .listable = declared.or_list != nullptr};
     const YAML::Node value = node && node.IsMap() ? node[declared.name] : YAML::Node();
     field.location = location_of(value, file, join(path, declared.name));
     if (value && !value.IsNull()) {
@@ -256,7 +265,7 @@ std::string Config::text(const std::string& key, const std::string& fallback) co
 
 long long Config::integer(const std::string& key, long long fallback) const {
   const Field& found = of_kind(field(key), {ValueKind::kInteger}, "an integer");
-  return found.present ? found.integer : fallback;
+  return found.present && found.objects.empty() ? found.integer : fallback;
 }
 
 double Config::number(const std::string& key, double fallback) const {
@@ -305,7 +314,9 @@ Config Config::object(const std::string& key) const {
 }
 
 std::vector<Config> Config::objects(const std::string& key) const {
-  return of_kind(field(key), {ValueKind::kList}, "a list of objects").objects;
+  const Field& found = field(key);
+  return found.listable ? found.objects
+                        : of_kind(found, {ValueKind::kList}, "a list of objects").objects;
 }
 
 std::vector<std::pair<std::string, std::string>> Config::string_map(const std::string& key) const {

@@ -172,6 +172,30 @@ void validate_size_range(const YAML::Node& node, const FieldSchema& field, const
   (void)field;
 }
 
+// The list form of an `or_list` field: one mapping per entry, as many as the scalar allows.
+void validate_entries(const YAML::Node& node, const FieldSchema& field, const std::string& file,
+                      const std::string& path, Diagnostics& out) {
+  const auto count = static_cast<long long>(node.size());
+  const long long least = std::max(1LL, field.minimum);
+  if (count < least || (field.maximum > 0 && count > field.maximum)) {
+    out.push_back(diagnostic_at(
+        node, file, path,
+        field.maximum > 0
+            ? fmt::format("expected from {} to {} entries, found {}", least, field.maximum, count)
+            : fmt::format("expected at least {} entries, found {}", least, count)));
+  }
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    std::string item_path = fmt::format("{}[{}]", path, i);
+    if (!node[i].IsMap()) {
+      out.push_back(
+          diagnostic_at(node[i], file, item_path,
+                        fmt::format("expected a mapping, found {}", describe_found(node[i]))));
+    } else {
+      validate(node[i], *field.or_list, file, item_path, out);
+    }
+  }
+}
+
 }  // namespace
 
 std::optional<long long> parse_integer(std::string_view text) {
@@ -270,6 +294,10 @@ void validate_field(const YAML::Node& node, const FieldSchema& field, const std:
             fmt::format("expected a single value, found {}", describe_found(it->second))));
       }
     }
+    return;
+  }
+  if (field.or_list && node.IsSequence()) {
+    validate_entries(node, field, file, path, out);
     return;
   }
   if (field.matrix && node.IsSequence()) {
@@ -404,6 +432,14 @@ nlohmann::json field_schema(const FieldSchema& field) {
   } else if (field.kind == ValueKind::kStringMap) {
     schema = {{"type", "object"},
               {"additionalProperties", {{"type", json::array({"string", "number", "boolean"})}}}};
+  } else if (field.or_list) {
+    json entries = {{"type", "array"},
+                    {"minItems", std::max(1LL, field.minimum)},
+                    {"items", to_json_schema(*field.or_list)}};
+    if (field.maximum > 0) {
+      entries["maxItems"] = field.maximum;
+    }
+    schema = {{"anyOf", json::array({scalar_schema(field, field.kind), entries})}};
   } else if (field.matrix) {
     json one = scalar_schema(field, field.kind);
     json choices = json::array({one, {{"type", "array"}, {"minItems", 1}, {"items", one}}});

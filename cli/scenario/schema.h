@@ -50,6 +50,10 @@ struct FieldSchema {
   // value into a type that holds that range (as<int>() for a bounded key) cannot fail.
   long long minimum = 0;
   long long maximum = 0;  // 0 = no maximum
+  // A scalar field that may instead be a list of mappings of this schema, one entry per item
+  // it counts (the embedded emulator's `instances: 2` or `instances: [{on: a}, {on: b}]`);
+  // `maximum` bounds the entries too.
+  std::shared_ptr<const ObjectSchema> or_list;
   // Another key of the same mapping this one needs when given (a kBoolean: when true), e.g.
   // perftest's `sustained` needs `duration`.
   std::string needs;

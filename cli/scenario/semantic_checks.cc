@@ -281,8 +281,16 @@ void check_instances(const Platform& platform, const YAML::Node& root, const std
   if (!section_problems.empty()) {
     return;
   }
-  int instances = kind->instance_count(make_config(emulator, schema, file, "emulator"));
+  const Config config = make_config(emulator, schema, file, "emulator");
+  int instances = kind->instance_count(config);
   const YAML::Node& hosts = root["hosts"];
+  std::vector<std::string> host_names;
+  for (const auto& host : hosts) {
+    if (host.IsMap() && host["name"] && host["name"].IsScalar()) {
+      host_names.push_back(host["name"].Scalar());
+    }
+  }
+  kind->check(config, host_names, out);
   for (std::size_t i = 0; i < hosts.size(); ++i) {
     const YAML::Node& instance = hosts[i].IsMap() ? hosts[i]["instance"] : YAML::Node();
     std::optional<long long> number = integer_value(instance, host_instance_field());

@@ -1,6 +1,7 @@
 #include "run/testing/fake_platform.h"
 
 #include <algorithm>
+#include <thread>
 
 #include <fmt/format.h>
 #include <poll.h>
@@ -12,9 +13,10 @@ namespace {
 
 class FakeCommand final : public RunningCommand {
  public:
-  FakeCommand(Scripted script, std::chrono::milliseconds timeout)
+  FakeCommand(Scripted script, std::chrono::milliseconds timeout, OutputSink* sink)
       : script_(std::move(script)),
-        own_deadline_(timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max()) {}
+        own_deadline_(timeout.count() > 0 ? Clock::now() + timeout : Clock::time_point::max()),
+        sink_(sink) {}
   bool wait_for_output(const std::regex&, Clock::time_point) override {
     return !script_.exits_early;
   }
@@ -48,11 +50,20 @@ class FakeCommand final : public RunningCommand {
 
  private:
   CommandResult finish() {
+    for (const auto& [after, text] : script_.timed_stdout) {
+      std::this_thread::sleep_until(started_ + after);  // the tool's pace, not a readiness wait
+      if (sink_ != nullptr) {
+        sink_->on_output(OutputStream::kStdout, text);
+      }
+    }
+    script_.timed_stdout.clear();
     done_ = true;
     return script_.result;
   }
   Scripted script_;
   Clock::time_point own_deadline_;
+  OutputSink* sink_;
+  Clock::time_point started_ = Clock::now();
   bool done_ = false;
 };
 
@@ -93,15 +104,20 @@ std::vector<std::string> World::events_starting(const std::string& prefix) const
   return matching;
 }
 
-std::unique_ptr<RunningCommand> FakeHost::start(const CommandSpec& spec, OutputSink* /*sink*/) {
+std::unique_ptr<RunningCommand> FakeHost::start(const CommandSpec& spec, OutputSink* sink) {
   world_.log(fmt::format("run on {}: {}", name_, spec.display()));
   Scripted script = world_.script(name_, spec);
   if (script.on_start) {
     script.on_start();
   }
+  if (script.result.out.empty()) {
+    for (const auto& chunk : script.timed_stdout) {
+      script.result.out += chunk.second;
+    }
+  }
   server_ = script;
   server_polls_ = 0;
-  return std::make_unique<FakeCommand>(std::move(script), spec.timeout);
+  return std::make_unique<FakeCommand>(std::move(script), spec.timeout, sink);
 }
 
 bool FakeHost::is_listening(std::uint16_t port) {

@@ -26,6 +26,9 @@ struct Scripted {
   bool exits_early = false;        // a server that exits before it is ready
   bool hangs = false;              // runs until stopped or interrupted (wait() blocks)
   std::function<void()> on_start;  // runs when the command starts (e.g. to interrupt the run)
+  // Stdout handed to the command's output sink this long after it started, as a tool prints it
+  // (wait() delivers it on time); when `result.out` is empty, it becomes their concatenation.
+  std::vector<std::pair<std::chrono::milliseconds, std::string>> timed_stdout;
 };
 
 // What the fakes saw, in order, and the script they answer from.
@@ -112,6 +115,13 @@ class FakeEmulatorKind final : public EmulatorKind {
   std::string_view description() const override { return "fake instances"; }
   const ObjectSchema& schema() const override { return real_.schema(); }
   int instance_count(const Config& config) const override { return real_.instance_count(config); }
+  std::vector<std::string> placement_hosts(const Config& config) const override {
+    return real_.placement_hosts(config);
+  }
+  void check(const Config& config, const std::vector<std::string>& host_names,
+             Diagnostics& out) const override {
+    real_.check(config, host_names, out);
+  }
   std::vector<std::string> describe(const Config& config,
                                     const EmulatorContext& context) const override;
   HostFacts planned_facts(const Config& config, const EmulatorContext& context,

@@ -1,0 +1,529 @@
+#include "emulators/placed_instances.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <thread>
+
+#include "common/edit_distance.h"
+#include "common/interrupt.h"
+#include "common/version.h"
+#include "hosts/local_host.h"
+#include "runtime/instance.h"
+
+namespace ernic {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A remote stats read is an SSH round trip: liveness checks read them this often at most.
+constexpr auto kStatsInterval = std::chrono::seconds(2);
+constexpr auto kHelperTimeout = std::chrono::seconds(30);
+constexpr auto kStopGrace = std::chrono::milliseconds(2000);
+
+std::string our_version_line() {
+  return fmt::format("ernicctl {} ({})", ernic_version(), ernic_git_sha());
+}
+
+std::string trimmed(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {
+    text.pop_back();
+  }
+  return text;
+}
+
+// A helper command on a host, run to its end even while Ctrl-C tears the run down (a wait()
+// would stop it on an interrupt, and teardown needs its copies and removals done). Bounded by
+// `timeout`.
+CommandResult run_to_end(Host& host, std::vector<std::string> argv,
+                         std::chrono::milliseconds timeout = kHelperTimeout) {
+  auto command =
+      host.start(CommandSpec{.argv = std::move(argv), .timeout = timeout, .env = {}}, nullptr);
+  const auto deadline = Clock::now() + timeout;
+  while (command->running() && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return command->wait(Clock::now());
+}
+
+// The directory of the run's instances on `on`: this machine's, or one per other host beside it
+// (hosts that share this filesystem, such as namespaces, must not share it).
+std::string dir_on(const PlacedPlan& plan, const std::string& on) {
+  if (on == kThisMachine) {
+    return plan.common.dir.string();
+  }
+  std::string safe;
+  for (char c : on.substr(0, 24)) {
+    safe += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
+  }
+  return fmt::format("{}-{}", plan.common.dir.string(), safe);
+}
+
+// The instance's configuration on its machine: files in that machine's directory, its own
+// mesh address, its log on stderr (which arrives in the run directory as it is written).
+emu::SupervisorConfig config_on(const PlacedPlan& plan, const Placement& placement,
+                                const std::string& bind) {
+  emu::SupervisorConfig config = plan.common;
+  config.dir = dir_on(plan, placement.on);
+  config.bind = bind;
+  config.token_file.clear();
+  config.log_to_stderr = true;
+  return config;
+}
+
+emu::InstanceInfo planned_info(const PlacedPlan& plan, const Placement& placement,
+                               const std::string& bind) {
+  emu::InstanceInfo info = emu::planned_instance(config_on(plan, placement, bind), placement.id);
+  info.log = plan.run_dir / "emulator" / info.log.filename();
+  return info;
+}
+
+std::string where(const emu::InstanceInfo& info, const Placement& placement) {
+  return fmt::format("instance {} ({} on {})", info.id, info.role, placement.on);
+}
+
+// The bind address as the dry run knows it: given, or the host's planned address.
+std::string planned_bind(const PlacedPlan& plan, const Placement& placement,
+                         const EmulatorContext& context) {
+  if (!placement.bind.empty()) {
+    return placement.bind;
+  }
+  if (placement.local()) {
+    return plan.common.bind;
+  }
+  Host* host = context.host ? context.host(placement.on) : nullptr;
+  return host != nullptr && !host->address().empty() ? host->address()
+                                                     : fmt::format("<ADDRESS of {}>", placement.on);
+}
+
+std::vector<std::string> ernicctl_candidates(const Placement& placement) {
+  if (!placement.ernicctl.empty()) {
+    return {placement.ernicctl};
+  }
+  return {"ernicctl", own_executable()};
+}
+
+std::string planned_ernicctl(const Placement& placement) {
+  return placement.local() ? own_executable() : fmt::format("<ernicctl on {}>", placement.on);
+}
+
+// The instance's log as it arrives (its stderr over SSH, or a child's), kept in the run
+// directory; the first lines stay in memory for the manager's port.
+class LogFile final : public OutputSink {
+ public:
+  explicit LogFile(const fs::path& path) : out_(path, std::ios::app) {}
+  void on_output(OutputStream /*stream*/, std::string_view data) override {
+    std::lock_guard lock(mutex_);
+    out_.write(data.data(), static_cast<std::streamsize>(data.size()));
+    out_.flush();
+    if (head_.size() < 64 * 1024) {
+      head_.append(data);
+    }
+  }
+  std::string head() {
+    std::lock_guard lock(mutex_);
+    return head_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::ofstream out_;
+  std::string head_;
+};
+
+struct StartedInstance {
+  Placement placement;
+  emu::InstanceInfo info;  // socket and stats on its machine; the log here
+  Host* host = nullptr;
+  std::string ernicctl;
+  bool copied = false;  // ernicctl was uploaded to its machine
+  bool ready = false;
+  double start_s = 0;  // start to ready
+  std::shared_ptr<LogFile> log;
+  std::unique_ptr<RunningCommand> command;  // after `log`: destroyed before it
+};
+
+struct PlacedState {
+  std::mutex mutex;
+  LocalHost this_machine{kThisMachine, "127.0.0.1"};
+  std::vector<std::unique_ptr<StartedInstance>> instances;
+  Clock::time_point next_stats_read{};
+};
+
+std::map<std::string, std::string> stats_of(StartedInstance& instance) {
+  if (instance.placement.local()) {
+    return emu::Supervisor::read_stats(instance.info.stats);
+  }
+  CommandResult read =
+      run_to_end(*instance.host, {"cat", instance.info.stats.string()}, std::chrono::seconds(5));
+  return read.ok() ? emu::Supervisor::parse_stats(read.out) : std::map<std::string, std::string>{};
+}
+
+// Teardown of one machine's directory: its instances' final stats into the run directory, then
+// the directory (token, sockets, a copied ernicctl) removed.
+void collect_and_remove(PlacedState& state, Host& host, const std::string& on,
+                        const std::string& dir, const fs::path& kept) {
+  std::string missed;
+  for (auto& instance : state.instances) {
+    if (instance->placement.on != on || !instance->ready) {
+      continue;
+    }
+    CommandResult read = run_to_end(host, {"cat", instance->info.stats.string()});
+    if (read.ok()) {
+      std::ofstream(kept / instance->info.stats.filename()) << read.out;
+    } else {
+      missed += fmt::format("{}{} ({})", missed.empty() ? "" : ", ", instance->info.stats.string(),
+                            read.describe());
+    }
+  }
+  CommandResult removed = run_to_end(host, {"rm", "-rf", dir});
+  if (!removed.ok()) {
+    throw std::runtime_error(
+        fmt::format("rm -rf {} on {}: {}{}", dir, on, removed.describe(), trimmed(removed.err)));
+  }
+  if (!missed.empty()) {
+    throw std::runtime_error("could not copy " + missed);
+  }
+}
+
+// The ernicctl that runs the instances on `host`: one that prints our version, else ours copied
+// into the run's directory there.
+std::string ernicctl_on(Host& host, const Placement& placement, const std::string& dir,
+                        bool& copied) {
+  for (const auto& candidate : ernicctl_candidates(placement)) {
+    try {
+      if (trimmed(run_to_end(host, {candidate, "--version"}).out) == our_version_line()) {
+        return candidate;
+      }
+    } catch (const std::exception&) {
+      // not there: the next candidate, or the copy
+    }
+  }
+  std::ifstream in(own_executable(), std::ios::binary);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string copy = dir + "/ernicctl";
+  host.upload(content, copy, 0755);
+  copied = true;
+  std::string version = trimmed(run_to_end(host, {copy, "--version"}).out);
+  if (version != our_version_line()) {
+    throw std::runtime_error(fmt::format(
+        "ernicctl copied to {} on {} does not run there: `--version` printed '{}', not '{}'", copy,
+        placement.on, version, our_version_line()));
+  }
+  return copy;
+}
+
+class RunningPlaced final : public RunningEmulator {
+ public:
+  explicit RunningPlaced(std::shared_ptr<PlacedState> state) : state_(std::move(state)) {}
+
+  // An instance that exited first (its peers only echo its death), then one that lost a peer.
+  std::string check_alive() override {
+    std::lock_guard lock(state_->mutex);
+    for (auto& instance : state_->instances) {
+      if (!instance->command->running()) {
+        CommandResult end = instance->command->wait(Clock::now());
+        return fmt::format("{} exited: {}; last log lines:{}",
+                           where(instance->info, instance->placement), end.describe(),
+                           emu::Supervisor::tail(instance->info.log, 10));
+      }
+    }
+    if (Clock::now() < state_->next_stats_read) {
+      return "";
+    }
+    state_->next_stats_read = Clock::now() + kStatsInterval;
+    for (auto& instance : state_->instances) {
+      const auto stats = stats_of(*instance);
+      if (auto lost = stats.find("mesh_nodes_lost"); lost != stats.end() && lost->second != "0") {
+        return fmt::format("{} lost {} mesh peer(s); last log lines:{}",
+                           where(instance->info, instance->placement), lost->second,
+                           emu::Supervisor::tail(instance->info.log, 10));
+      }
+    }
+    return "";
+  }
+  int instance_count() const override { return static_cast<int>(state_->instances.size()); }
+  HostFacts facts_for(int id) const override {
+    for (const auto& instance : state_->instances) {
+      if (instance->info.id == id) {
+        return instance_facts(instance->info, instance->ernicctl);
+      }
+    }
+    throw std::out_of_range(fmt::format("no emulator instance {}", id));
+  }
+  nlohmann::json record() const override {
+    nlohmann::json instances = nlohmann::json::array();
+    for (const auto& instance : state_->instances) {
+      instances.push_back({{"id", instance->info.id},
+                           {"role", instance->info.role},
+                           {"on", instance->placement.on},
+                           {"bind", instance->info.bind},
+                           {"ernicctl", instance->ernicctl},
+                           {"ernicctl_copied", instance->copied},
+                           {"start_s", instance->start_s},
+                           {"mac", instance->info.mac},
+                           {"gids", instance->info.gids},
+                           {"log", instance->info.log.filename().string()},
+                           {"stats", instance->info.stats.filename().string()}});
+    }
+    return {{"kind", "embedded"}, {"version", ernic_version()}, {"instances", instances}};
+  }
+  nlohmann::json manifest() const override {
+    nlohmann::json instances = nlohmann::json::array();
+    for (const auto& instance : state_->instances) {
+      instances.push_back({{"id", instance->info.id},
+                           {"role", instance->info.role},
+                           {"on", instance->placement.on},
+                           {"pid", 0},
+                           {"mac", instance->info.mac},
+                           {"socket", instance->info.socket.string()},
+                           {"gids", instance->info.gids},
+                           {"log", instance->info.log.string()},
+                           {"stats", instance->info.stats.string()},
+                           {"vm", {{"attached", false}}}});
+    }
+    return {{"instances", instances}};
+  }
+
+ private:
+  std::shared_ptr<PlacedState> state_;
+};
+
+[[noreturn]] void not_ready(StartedInstance& instance, std::chrono::milliseconds timeout) {
+  const std::string who = where(instance.info, instance.placement);
+  if (Interrupt::requested()) {
+    throw std::runtime_error(fmt::format("interrupted while {} started", who));
+  }
+  const std::string lines = emu::Supervisor::tail(instance.info.log, 10);
+  if (!instance.command->running()) {
+    throw std::runtime_error(fmt::format("ERNIC emulator {} exited: {}; last log lines:{}", who,
+                                         instance.command->wait(Clock::now()).describe(), lines));
+  }
+  throw std::runtime_error(
+      fmt::format("ERNIC emulator {} was not ready within {} ms; last log lines:{}", who,
+                  timeout.count(), lines));
+}
+
+// Starts one instance on its prepared host and waits for its ready line (and a manager's port).
+void launch(StartedInstance& instance, const PlacedPlan& plan, const std::string& manager) {
+  const auto started = Clock::now();
+  emu::SupervisorConfig config = config_on(plan, instance.placement, instance.info.bind);
+  CommandSpec spec{.argv = {instance.ernicctl}, .timeout = {}, .env = {}};
+  for (auto& arg : emu::instance_arguments(config, instance.info, manager)) {
+    spec.argv.push_back(std::move(arg));
+  }
+  instance.command = instance.host->start(spec, instance.log.get());
+  const auto deadline = started + plan.common.ready_timeout;
+  static const std::regex kReady(emu::kReadyLine);
+  static const std::regex kPort("listening on [^ ]*:([0-9]+)");
+  if (!instance.command->wait_for_output(kReady, deadline)) {
+    not_ready(instance, plan.common.ready_timeout);
+  }
+  if (instance.info.role == "manager") {
+    if (!instance.command->wait_for_output(kPort, deadline)) {
+      not_ready(instance, plan.common.ready_timeout);
+    }
+    const std::string head = instance.log->head();
+    std::smatch port;
+    if (std::regex_search(head, port, kPort)) {
+      instance.info.mesh_port = static_cast<std::uint16_t>(std::stoi(port[1]));
+    }
+  }
+  instance.ready = true;
+  instance.start_s = std::chrono::duration<double>(Clock::now() - started).count();
+}
+
+}  // namespace
+
+std::shared_ptr<const ObjectSchema> placement_schema() {
+  static const auto schema = std::make_shared<const ObjectSchema>(ObjectSchema{
+      .description = "One instance, in id order (the first is the manager)",
+      .fields = {
+          {.name = "on",
+           .kind = ValueKind::kString,
+           .description = "Host of the scenario that runs it (through that host's connection), "
+                          "or local: this machine",
+           .default_text = kThisMachine},
+          {.name = "bind",
+           .kind = ValueKind::kIpv4,
+           .description = "Mesh address the other instances reach it at; by default its host's "
+                          "address (local: the emulator's bind)"},
+          {.name = "ernicctl",
+           .kind = ValueKind::kString,
+           .description = "ernicctl on that host; by default `ernicctl` in its PATH, then this "
+                          "ernicctl's path; this ernicctl is copied there when neither prints "
+                          "its version"},
+      }});
+  return schema;
+}
+
+std::vector<Placement> placements_of(const Config& emulator) {
+  std::vector<Placement> placements;
+  for (const Config& entry : emulator.objects("instances")) {
+    placements.push_back(Placement{.id = static_cast<int>(placements.size()) + 1,
+                                   .on = entry.text("on", kThisMachine),
+                                   .bind = entry.text("bind", ""),
+                                   .ernicctl = entry.text("ernicctl", "")});
+  }
+  return placements;
+}
+
+void check_placements(const Config& emulator, const std::vector<std::string>& host_names,
+                      Diagnostics& out) {
+  std::vector<std::string> known = host_names;
+  known.emplace_back(kThisMachine);
+  for (const Config& entry : emulator.objects("instances")) {
+    const std::string on = entry.text("on", kThisMachine);
+    if (std::find(known.begin(), known.end(), on) != known.end()) {
+      continue;
+    }
+    std::string message = fmt::format("no host named '{}' to run the instance on", on);
+    if (auto guess = closest_match(on, known); !guess.empty()) {
+      message += fmt::format("; did you mean '{}'?", guess);
+    }
+    out.push_back(entry.diagnostic("on", message));
+  }
+}
+
+std::string own_executable() {
+  return fs::read_symlink("/proc/self/exe").string();
+}
+
+HostFacts instance_facts(const emu::InstanceInfo& info, const std::string& ernicctl) {
+  std::string gids;
+  for (const auto& gid : info.gids) {
+    gids += (gids.empty() ? "" : ",") + gid;
+  }
+  return {{"perf_socket", info.socket.string()},
+          {"ernicctl", ernicctl},
+          {"emulator_instance", std::to_string(info.id)},
+          {"emulator_role", info.role},
+          {"emulator_gids", gids},
+          {"emulator_mac", info.mac}};
+}
+
+std::vector<std::string> describe_placed(const PlacedPlan& plan, const EmulatorContext& context) {
+  std::vector<std::string> lines;
+  std::vector<std::string> prepared;
+  std::string manager;
+  for (const Placement& placement : plan.placements) {
+    const std::string prefix = placement.local() ? "" : fmt::format("on {}: ", placement.on);
+    const std::string dir = dir_on(plan, placement.on);
+    if (std::find(prepared.begin(), prepared.end(), placement.on) == prepared.end()) {
+      prepared.push_back(placement.on);
+      lines.push_back(fmt::format("{}mkdir -p -m 0700 {}", prefix, dir));
+      lines.push_back(
+          fmt::format("{}upload the mesh token to {}/mesh.token (mode 0600)", prefix, dir));
+      if (!placement.local()) {
+        std::string tried;
+        for (const auto& candidate : ernicctl_candidates(placement)) {
+          tried += fmt::format("{}{} --version", tried.empty() ? "" : ", then ", candidate);
+        }
+        lines.push_back(fmt::format(
+            "{}{}: the first that prints '{}' runs the instances, else this ernicctl is uploaded "
+            "to {}/ernicctl (mode 0755)",
+            prefix, tried, our_version_line(), dir));
+      }
+    }
+    const std::string bind = planned_bind(plan, placement, context);
+    emu::InstanceInfo info = planned_info(plan, placement, bind);
+    if (placement.id == 1) {
+      manager = bind + ":<manager-mesh-port>";
+    }
+    CommandSpec spec{.argv = {planned_ernicctl(placement)}, .timeout = {}, .env = {}};
+    for (auto& arg : emu::instance_arguments(config_on(plan, placement, bind), info, manager)) {
+      spec.argv.push_back(std::move(arg));
+    }
+    lines.push_back(fmt::format("{}{}  (log: {})", prefix, spec.display(), info.log.string()));
+  }
+  return lines;
+}
+
+HostFacts planned_placed_facts(const PlacedPlan& plan, const EmulatorContext& context, int id) {
+  const Placement& placement = plan.placements.at(static_cast<std::size_t>(id - 1));
+  return instance_facts(planned_info(plan, placement, planned_bind(plan, placement, context)),
+                        planned_ernicctl(placement));
+}
+
+std::unique_ptr<RunningEmulator> start_placed(const PlacedPlan& plan, EmulatorContext& context) {
+  auto state = std::make_shared<PlacedState>();
+  fs::create_directories(plan.run_dir / "emulator");
+  struct Prepared {
+    std::string ernicctl;
+    bool copied = false;
+  };
+  std::map<std::string, Prepared> prepared;
+  std::string manager;
+  for (const Placement& placement : plan.placements) {
+    if (Interrupt::requested()) {
+      throw std::runtime_error(
+          fmt::format("interrupted before emulator instance {} started", placement.id));
+    }
+    Host* host = placement.local() ? &state->this_machine
+                                   : (context.host ? context.host(placement.on) : nullptr);
+    if (host == nullptr) {
+      throw std::logic_error(fmt::format("host {} of emulator instance {} was not created first",
+                                         placement.on, placement.id));
+    }
+    const std::string dir = dir_on(plan, placement.on);
+    if (!prepared.contains(placement.on)) {
+      CommandResult made = run_to_end(*host, {"mkdir", "-p", "-m", "0700", dir});
+      if (!made.ok()) {
+        throw std::runtime_error(fmt::format("cannot create {} on {}: {} {}", dir, placement.on,
+                                             made.describe(), trimmed(made.err)));
+      }
+      context.cleanup->push(
+          fmt::format("copy the stats of the emulator instances on {} into {} and remove {}",
+                      placement.on, (plan.run_dir / "emulator").string(), dir),
+          [state, host, on = placement.on, dir, kept = plan.run_dir / "emulator"] {
+            collect_and_remove(*state, *host, on, dir, kept);
+          });
+      host->upload(plan.common.token, dir + "/mesh.token", 0600);
+      Prepared ready;
+      ready.ernicctl =
+          placement.local() ? own_executable() : ernicctl_on(*host, placement, dir, ready.copied);
+      prepared[placement.on] = ready;
+    }
+    std::string bind = placement.bind;
+    if (bind.empty()) {
+      bind = placement.local() ? plan.common.bind : host->address();
+    }
+    if (bind.empty()) {
+      throw std::runtime_error(
+          fmt::format("emulator instance {}: host {} has no address; give the instance a `bind`",
+                      placement.id, placement.on));
+    }
+    auto instance = std::make_unique<StartedInstance>();
+    instance->placement = placement;
+    instance->info = planned_info(plan, placement, bind);
+    instance->host = host;
+    instance->ernicctl = prepared[placement.on].ernicctl;
+    instance->copied = prepared[placement.on].copied;
+    instance->log = std::make_shared<LogFile>(instance->info.log);
+    StartedInstance& started = *instance;
+    std::size_t index = 0;
+    {
+      std::lock_guard lock(state->mutex);
+      index = state->instances.size();
+      state->instances.push_back(std::move(instance));
+    }
+    context.cleanup->push(fmt::format("stop emulator {}", where(started.info, placement)),
+                          [state, index] {
+                            if (auto& command = state->instances[index]->command) {
+                              command->stop(kStopGrace);
+                            }
+                          });
+    launch(started, plan, manager);
+    if (placement.id == 1) {
+      manager = fmt::format("{}:{}", bind, started.info.mesh_port);
+    }
+  }
+  return std::make_unique<RunningPlaced>(state);
+}
+
+}  // namespace ernic

@@ -1,0 +1,182 @@
+// The list form of the embedded emulator's `instances` (`on: HOST`): its schema, its checks, the
+// order the run creates hosts and instances in, and the dry run's lines for remote instances.
+// tests/ssh/placed_instances_test.cc starts them for real over SSH.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <string>
+
+#include "platform/platform.h"
+#include "run/executor.h"
+#include "run/testing/run_harness.h"
+#include "scenario/scenario_json_schema.h"
+#include "scenario/scenario_loader.h"
+
+namespace ernic {
+namespace {
+
+std::string scenario_with(const std::string& instances) {
+  return "version: 1\nname: placed\n"
+         "emulator: {kind: embedded, instances: " +
+         instances +
+         "}\n"
+         "hosts:\n"
+         "  - {name: hostA, provider: ssh, address: 10.1.2.1, instance: 1}\n"
+         "  - {name: hostB, provider: ssh, address: 10.1.2.2, instance: 2}\n"
+         "  - {name: server, provider: netns}\n"
+         "  - {name: client, provider: netns}\n"
+         "benchmarks:\n"
+         "  - name: lat\n    tool: perftest\n    server: hostA\n    client: hostB\n"
+         "    params: {verb: write, mode: lat, size: 64KiB, iterations: 10}\n"
+         "  - name: tcp\n    tool: iperf3\n    server: server\n    client: client\n"
+         "    params: {protocol: tcp, duration: 1s}\n"
+         "history: {enabled: false}\n";
+}
+
+const std::string kPlaced = "[{on: hostA, bind: 10.9.0.1}, {on: hostB}]";
+
+std::string errors_of(const std::string& text) {
+  LoadResult loaded = load_scenario_text(builtin_platform(), text, "placed.yaml", {});
+  std::string all;
+  for (const auto& d : loaded.diagnostics) {
+    all += d.format() + "\n";
+  }
+  return all;
+}
+
+TEST_CASE("placed instances: the list form loads, counts its entries and names its hosts",
+          "[emulator][placed]") {
+  const Platform platform = builtin_platform();
+  LoadResult loaded = load_scenario_text(platform, scenario_with(kPlaced), "placed.yaml", {});
+  REQUIRE(errors_of(scenario_with(kPlaced)).empty());
+  const EmulatorKind* kind = platform.emulator_kind("embedded");
+  const Config& config = loaded.scenario->emulator.config;
+  CHECK(kind->instance_count(config) == 2);
+  CHECK(kind->placement_hosts(config) == std::vector<std::string>{"hostA", "hostB"});
+  // The count form places nothing.
+  LoadResult counted = load_scenario_text(platform, scenario_with("2"), "placed.yaml", {});
+  REQUIRE(counted.scenario);
+  CHECK(kind->placement_hosts(counted.scenario->emulator.config).empty());
+  CHECK(kind->instance_count(counted.scenario->emulator.config) == 2);
+  // `local` entries are this machine's and need no host first.
+  LoadResult mixed =
+      load_scenario_text(platform, scenario_with("[{on: local}, {on: hostB}]"), "placed.yaml", {});
+  REQUIRE(mixed.scenario);
+  CHECK(kind->placement_hosts(mixed.scenario->emulator.config) ==
+        std::vector<std::string>{"hostB"});
+}
+
+TEST_CASE("placed instances: a bad entry is a located error", "[emulator][placed]") {
+  // An `on:` naming no host, with the closest host suggested, at its line and column.
+  std::string errors = errors_of(scenario_with("[{on: hostAA}, {on: hostB}]"));
+  CHECK(errors.find("placed.yaml:3:45: emulator.instances[0].on: no host named 'hostAA' to run "
+                    "the instance on; did you mean 'hostA'?") != std::string::npos);
+  // A mistyped key of an entry.
+  errors = errors_of(scenario_with("[{on: hostA, bnd: 10.9.0.1}, {on: hostB}]"));
+  CHECK(errors.find("emulator.instances[0].bnd: unknown key 'bnd'; did you mean 'bind'?") !=
+        std::string::npos);
+  // Neither a count nor a list of mappings.
+  errors = errors_of(scenario_with("[hostA, hostB]"));
+  CHECK(errors.find("emulator.instances[0]: expected a mapping, found 'hostA'") !=
+        std::string::npos);
+  errors = errors_of(scenario_with("[]"));
+  CHECK(errors.find("emulator.instances: expected from 1 to 64 entries, found 0") !=
+        std::string::npos);
+  errors = errors_of(scenario_with("two"));
+  CHECK(errors.find("emulator.instances: expected a whole number from 1 to 64, found 'two'") !=
+        std::string::npos);
+  // A host attached to an instance the list does not have.
+  errors = errors_of(scenario_with("[{on: hostA}]"));
+  CHECK(errors.find("the emulator has 1 instance, there is no instance 2") != std::string::npos);
+}
+
+TEST_CASE("placed instances: `up` refuses them before starting anything", "[emulator][placed]") {
+  const Platform platform = builtin_platform();
+  LoadResult loaded = load_scenario_text(platform, scenario_with(kPlaced), "placed.yaml", {});
+  REQUIRE(loaded.scenario);
+  CleanupStack cleanup;
+  EmulatorContext context{.run_dir = std::filesystem::temp_directory_path() / "ernic-placed-up",
+                          .run_token = "abcdef",
+                          .cleanup = &cleanup,
+                          .bring_up = true,
+                          .host = {}};
+  EmulatorKind* kind = platform.emulator_kind("embedded");
+  CHECK_THROWS_WITH(kind->start(loaded.scenario->emulator.config, context),
+                    Catch::Contains("instances on other machines cannot be left running by up "
+                                    "yet"));
+  CHECK(cleanup.size() == 0);
+  CHECK_FALSE(std::filesystem::exists(context.run_dir));
+}
+
+TEST_CASE("placed instances: the JSON Schema takes a count or a list of entries",
+          "[emulator][placed]") {
+  nlohmann::json schema = scenario_json_schema(builtin_platform());
+  std::string text = schema.dump();
+  // One declaration: the entry's keys and their descriptions appear in the schema.
+  CHECK(text.find("\"minItems\":1") != std::string::npos);
+  CHECK(text.find("Host of the scenario that runs it") != std::string::npos);
+  CHECK(text.find("\"maxItems\":64") != std::string::npos);
+}
+
+TEST_CASE("placed instances: the hosts they run on are created before them, the others after",
+          "[emulator][placed][executor]") {
+  testing::RunHarness harness(scenario_with(kPlaced));
+  harness.run();
+  auto events = harness.world.events();
+  auto at = [&](const std::string& event) {
+    return std::find(events.begin(), events.end(), event) - events.begin();
+  };
+  REQUIRE(at("start instance 1") < static_cast<long>(events.size()));
+  CHECK(at("create ssh hostA") < at("start instance 1"));
+  CHECK(at("create ssh hostB") < at("start instance 1"));
+  CHECK(at("start instance 1") < at("create netns server"));
+  // Without placement the instances still start first.
+  testing::RunHarness counted(scenario_with("2"));
+  counted.run();
+  events = counted.world.events();
+  CHECK(at("start instance 1") < at("create ssh hostA"));
+}
+
+TEST_CASE("placed instances: the dry run prints each remote instance's commands on its host",
+          "[emulator][placed][dry-run]") {
+  Interrupt::reset();
+  const Platform platform = builtin_platform();
+  LoadResult loaded = load_scenario_text(platform, scenario_with(kPlaced), "placed.yaml", {});
+  REQUIRE(loaded.scenario);
+  Plan plan = make_plan(*loaded.scenario, platform);
+  std::FILE* out = std::tmpfile();
+  DryRunCommandRunner runner(out);
+  auto status = make_status(/*quiet=*/true);
+  Executor(plan, platform, runner, RunOptions{}, *status).run();
+  std::rewind(out);
+  std::string text;
+  for (int c; (c = std::fgetc(out)) != EOF;) {
+    text += static_cast<char>(c);
+  }
+  std::fclose(out);
+  INFO(text);
+  const std::string dir = "/tmp/ernic-<token>-hostB";
+  // The host exists before its instance, whose token is a file and whose worker dials the
+  // manager at the manager's bind address, not its own.
+  CHECK(text.find("hostB (ssh, 10.1.2.2)") < text.find("on hostB: mkdir -p -m 0700 " + dir));
+  CHECK(text.find("on hostB: upload the mesh token to " + dir + "/mesh.token (mode 0600)") !=
+        std::string::npos);
+  CHECK(text.find("on hostB: ernicctl --version, then ") != std::string::npos);
+  CHECK(text.find("else this ernicctl is uploaded to " + dir + "/ernicctl (mode 0755)") !=
+        std::string::npos);
+  CHECK(text.find("on hostB: '<ernicctl on hostB>' emulator --backend "
+                  "'tcp:worker:10.9.0.1:<manager-mesh-port>' --socket '" +
+                  dir + "/ernic2.sock'") != std::string::npos);
+  CHECK(text.find("--token-file '" + dir + "/mesh.token' --bind 10.1.2.2") != std::string::npos);
+  CHECK(text.find("on hostA: '<ernicctl on hostA>' emulator --backend tcp:manager:listen:0") !=
+        std::string::npos);
+  CHECK(text.find("--bind 10.9.0.1") != std::string::npos);
+  CHECK(text.find("--token ") == std::string::npos);
+  CHECK(text.find("--log-file") == std::string::npos);
+  // The load generator on hostB attaches to instance 2's socket on hostB.
+  CHECK(text.find("client on hostB: '<ernicctl on hostB>' perf write_lat --socket '" + dir +
+                  "/ernic2.sock'") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace ernic
