@@ -113,13 +113,16 @@ TEST_CASE("perf bandwidth peak is the best window of a long enough run, never be
   TestDir dir("perf-peak");
   Supervisor supervisor;
   start_pair(supervisor, dir);
-  // 600 completions, windows of 128: peak and average are different figures.
+  // 600 completions, windows of 128: the peak is computed from the windows, not the short-run
+  // fallback. Whether a window beats the whole run depends on the traffic (a burst of
+  // completions after a stall does; the mesh's short turns make them even), so the figure is
+  // checked against the recorded times below, and faster windows in perftest_format_test.cc.
   const auto doc = run_pair(supervisor, dir, "write_bw", {"-s", "65536", "-n", "600"}, 31);
   const auto& result = doc["results"][0];
   REQUIRE(result["completion_times_usec"].size() == 600);
   const double peak = result["bw_peak_bytes_per_second"].get<double>();
   const double average = result["bw_average_bytes_per_second"].get<double>();
-  CHECK(peak > average);
+  CHECK(peak >= average);
   // The figure printed is the one the recorded post and completion times give.
   const auto posted = result["post_times_usec"].get<std::vector<double>>();
   const auto completed = result["completion_times_usec"].get<std::vector<double>>();
