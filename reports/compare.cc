@@ -66,6 +66,17 @@ void collect(const RunIndex& index, const RunEntry& run, bool use_points,
         }
       }
     }
+    // A concurrent group's Jain's index, one value per repetition, higher is better.
+    const auto& groups = record.ernicctl ? record.ernicctl->groups : std::vector<GroupRecord>{};
+    for (const auto& group : groups) {
+      for (const auto& fairness : group.fairness) {
+        auto& samples = out[{group_figure_name(group, fairness), kJainIndexMetric}];
+        samples.direction = 1;
+        for (const auto& repetition : fairness.repetitions) {
+          samples.values.push_back(repetition.jain);
+        }
+      }
+    }
     return;
   }
   struct SeriesMetric {

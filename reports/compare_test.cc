@@ -220,3 +220,44 @@ TEST_CASE("one repetition against five: 5 % is noise however many iterations agr
   auto strict_comparison = compare_runs(index_histories({file}), strict);
   CHECK(row_for(strict_comparison, "lat_typical_us")->verdict == Verdict::kRegression);
 }
+
+TEST_CASE("compare treats a concurrent group's Jain's index as a metric, higher is better") {
+  TempDir dir;
+  auto file = dir / "history.jsonl";
+  std::mt19937 rng(11);
+  std::normal_distribution<double> noise(0.0, 0.002);
+  for (int r = 0; r < 6; ++r) {
+    double j = r == 5 ? 0.6 : 0.99;  // the newest run: one member starved
+    std::vector<double> per_repetition;
+    for (int rep = 1; rep <= 5; ++rep) {
+      per_repetition.push_back(j + noise(rng));
+    }
+    nlohmann::json points = nlohmann::json::array(
+        {testing::make_point("bulk[size=65536]", "perftest", {{"size", "65536"}}, "bw_avg_GBs",
+                             "GB/s", "higher", {2.4, 2.4, 2.4, 2.4, 2.4}),
+         testing::make_point("lat[size=4096]", "perftest", {{"size", "4096"}}, "lat_typical_us",
+                             "us", "lower", {3, 3, 3, 3, 3})});
+    auto record = testing::make_record(std::to_string(700 + r),
+                                       fmt::format("2026-11-{:02} 03:00:00 UTC", r + 1),
+                                       "self-hosted", points);
+    record["ernicctl"]["groups"] = nlohmann::json::array({testing::make_group(
+        "beside", {"bulk[size=65536]", "lat[size=4096]"},
+        {"bulk[size=65536] t1", "bulk[size=65536] t2", "bulk[size=65536] t3"}, per_repetition)});
+    ernic::append_history_record(file, record);
+  }
+  auto comparison = compare_runs(index_histories({file}), {});
+  const MetricComparison* group = nullptr;
+  for (const auto& row : comparison.rows) {
+    if (row.point == "group beside: bulk[size=65536] + lat[size=4096]") {
+      group = &row;
+    }
+  }
+  REQUIRE(group != nullptr);
+  CHECK(group->metric == "jain_index");
+  CHECK(group->direction == 1);
+  CHECK(group->current.size() == 5);
+  CHECK(group->baseline.size() == 25);
+  CHECK(group->change_percent == Approx(-39.4).margin(1));
+  CHECK(group->verdict == Verdict::kRegression);
+  CHECK(comparison.has_regression());
+}

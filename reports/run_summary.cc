@@ -65,11 +65,29 @@ std::string medians_text(const PointRecord& point, const std::vector<std::string
   for (const auto& metric : metrics) {
     if (auto value = point.median(metric)) {
       std::string unit = metric_unit(point, metric);
-      out += fmt::format(fmt::runtime(form), out.empty() ? "" : separator, metric,
+      out += fmt::format(fmt::runtime(form), out.empty() ? "" : separator, metric_label(metric),
                          format_figure(*value), unit.empty() ? "" : " ", unit);
     }
   }
   return out;
+}
+
+// The concurrent groups' Jain's indices (rung 5), one row per index, with the members it covers.
+std::string group_rows(const HistoryRecord& record) {
+  std::string rows;
+  for (const auto& group : ernicctl_part(record).groups) {
+    for (const auto& fairness : group.fairness) {
+      std::string members;
+      for (const auto& member : fairness.members) {
+        members += (members.empty() ? "" : ", ") + code(member);
+      }
+      rows += fmt::format("| {} | {} | {} {} | {} (n={}), shares {}\u2013{} |\n", cell(group.name),
+                          members, fairness.metric, cell(fairness.unit),
+                          format_figure(fairness.jain.median), fairness.jain.n,
+                          format_figure(fairness.min_share), format_figure(fairness.max_share));
+    }
+  }
+  return rows;
 }
 
 // Rung 1 (the hosts' T_init), then one table per rung of the points' figures: figures of
@@ -102,9 +120,18 @@ void render_rung_tables(const HistoryRecord& record, const std::vector<PointView
                           cell(medians.empty() ? "\u2013" : medians),
                           samples > 1 ? fmt::format(" (n={})", samples) : "");
     }
+    std::string groups = rung == Rung::kMultiTenant ? group_rows(record) : "";
+    if (!rows.empty() || !groups.empty()) {
+      fmt::format_to(it, "### {}\n\n", rung_label(rung));
+    }
     if (!rows.empty()) {
-      fmt::format_to(it, "### {}\n\n| Point | Status | Medians |\n|---|---|---|\n{}\n",
-                     rung_label(rung), rows);
+      fmt::format_to(it, "| Point | Status | Medians |\n|---|---|---|\n{}\n", rows);
+    }
+    if (!groups.empty()) {
+      fmt::format_to(it,
+                     "| Concurrent group | Members covered | Metric | Jain's index |\n"
+                     "|---|---|---|---|\n{}\n",
+                     groups);
     }
   }
 }

@@ -114,3 +114,26 @@ TEST_CASE("markdown summary: one table per rung, each with that rung's figures o
   CHECK(tenants.find("lat-loaded[") != std::string::npos);
   CHECK(tenants.find("soak[") == std::string::npos);
 }
+
+TEST_CASE("markdown summary: a concurrent group's index and the first-row upper bound, by rung",
+          "[rung]") {
+  nlohmann::json record = testing::make_ladder_record("81");
+  nlohmann::json& points = record["ernicctl"]["points"];
+  points[0]["samples"][0]["metrics"]["time_to_first_row_ms"] = 41.5;
+  points[0]["metrics"]["time_to_first_row_ms"] = {{"unit", "ms"}, {"better", "lower"}};
+  record["ernicctl"]["groups"] = nlohmann::json::array(
+      {testing::make_group("beside", {"tenants[x]", "lat-loaded[y]"},
+                           {"tenants[x] t1", "tenants[x] t2"}, {0.95, 0.97, 0.99})});
+  std::string markdown = render_markdown_summary(record);
+  std::size_t rung5 = markdown.find("### Rung 5: multi-tenant");
+  REQUIRE(rung5 != std::string::npos);
+  CHECK(markdown.find("| beside | `tenants[x] t1`, `tenants[x] t2` | bw_avg_GBs GB/s | 0.97 (n=3), "
+                      "shares 0.4\u20130.6 |",
+                      rung5) != std::string::npos);
+  // Figures of rung 5 only: the group table is not under another rung's heading.
+  CHECK(markdown.find("| beside |") > rung5);
+  std::size_t rung2 = markdown.find("### Rung 2: runtime-start");
+  REQUIRE(rung2 != std::string::npos);
+  CHECK(markdown.find("time_to_first_row_ms (upper bound) 41.5 ms", rung2) <
+        markdown.find("### Rung 3"));
+}

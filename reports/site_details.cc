@@ -169,15 +169,22 @@ class RunDetails : PagePart {
     std::string medians;
     for (const auto& metric : metrics_of_rung(p, rung)) {
       if (auto value = p.median(metric)) {
-        medians +=
-            fmt::format("{}{} = {} {}", medians.empty() ? "" : "<br/>", escape_markup(metric),
-                        format_figure(*value), escape_markup(metric_unit(p, metric)));
+        medians += fmt::format("{}{} = {} {}", medians.empty() ? "" : "<br/>",
+                               escape_markup(metric_label(metric)), format_figure(*value),
+                               escape_markup(metric_unit(p, metric)));
       }
     }
     std::string commands;
     for (const auto& [role, command] : p.commands) {
       commands += fmt::format("{}{}: <code>{}</code>", commands.empty() ? "" : "<br/>",
                               escape_markup(role), escape_markup(command));
+    }
+    // A point with several tenants: every tenant's lines after the first tenant's.
+    for (const auto& [tenant, recorded] : p.tenants) {
+      for (const auto& [role, command] : recorded.commands) {
+        commands += fmt::format("<br/>{} {}: <code>{}</code>", escape_markup(tenant),
+                                escape_markup(role), escape_markup(command));
+      }
     }
     std::string status = escape_markup(p.status);
     if (p.reason && !p.reason->empty()) {

@@ -145,10 +145,14 @@ class RunTables : PagePart {
           of_rung.push_back(point);
         }
       }
-      if (of_rung.empty()) {
+      bool groups = rung == Rung::kMultiTenant && has_group_fairness(part);
+      if (of_rung.empty() && !groups) {
         continue;
       }
       rung_heading(runner, rung);
+      if (groups) {
+        render_groups(part);
+      }
       if (rung == Rung::kExecution) {
         render_verb_table(*newest, of_rung, PointKind::kBandwidth,
                           "Bandwidth (median over repetitions, GB/s)",
@@ -157,7 +161,7 @@ class RunTables : PagePart {
                           "Latency (median over repetitions, \u00b5s)",
                           {{"lat_typical_us", "typical"}, {"lat_p99_us", "p99"}});
         render_other_points(*newest, of_rung);
-      } else {
+      } else if (!of_rung.empty()) {
         render_figures(*newest, of_rung, rung);
       }
       render_repeatability(*newest, of_rung, rung);
@@ -171,6 +175,39 @@ class RunTables : PagePart {
                    rung_number(rung), escape_markup(rung_label(rung)));
   }
 
+  static bool has_group_fairness(const ErnicctlPart& part) {
+    return std::any_of(part.groups.begin(), part.groups.end(),
+                       [](const GroupRecord& group) { return !group.fairness.empty(); });
+  }
+
+  // Jain's index over each concurrent group's members that measure the same throughput.
+  void render_groups(const ErnicctlPart& part) {
+    fmt::format_to(out_,
+                   "<h5>Concurrent groups: Jain's index over the members measuring the same "
+                   "throughput</h5>\n{}<tr><th class=\"text\">group</th><th "
+                   "class=\"text\">members covered</th><th class=\"text\">metric</th><th>J "
+                   "(median)</th><th>min share</th><th>max share</th><th>repetitions</th></tr>\n",
+                   table_open(Rung::kMultiTenant));
+    for (const auto& group : part.groups) {
+      for (const auto& fairness : group.fairness) {
+        std::string members;
+        for (const auto& member : fairness.members) {
+          members += (members.empty() ? "" : ", ") + escape_markup(member);
+        }
+        int rung = rung_number(Rung::kMultiTenant);
+        fmt::format_to(out_,
+                       "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td "
+                       "class=\"text\">{} ({})</td><td data-rung=\"{}\">{}</td><td "
+                       "data-rung=\"{}\">{}</td><td data-rung=\"{}\">{}</td><td>{}</td></tr>\n",
+                       escape_markup(group.name), members, escape_markup(fairness.metric),
+                       escape_markup(fairness.unit), rung, format_figure(fairness.jain.median),
+                       rung, format_figure(fairness.min_share), rung,
+                       format_figure(fairness.max_share), fairness.jain.n);
+      }
+    }
+    out("</table>\n");
+  }
+
   static std::string table_open(Rung rung) {
     return fmt::format("<table data-rung=\"{}\">\n", rung_number(rung));
   }
@@ -180,8 +217,8 @@ class RunTables : PagePart {
     return fmt::format(
         "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td>{}<td "
         "class=\"text\">{}</td></tr>\n",
-        escape_markup(point.id()), escape_markup(metric), point_cell(run, &point, metric),
-        escape_markup(metric_unit(*point.record, metric)));
+        escape_markup(point.id()), escape_markup(metric_label(metric)),
+        point_cell(run, &point, metric), escape_markup(metric_unit(*point.record, metric)));
   }
 
   // A rung's figures one per row: point, metric, median, unit (rungs 2, 4 and 5, whose points

@@ -273,3 +273,35 @@ TEST_CASE("trend charts are of the execution rung", "[rung]") {
   }
   CHECK(html.find("Trend charts: Rung 3: execution figures.") != std::string::npos);
 }
+
+TEST_CASE("the report shows a concurrent group's Jain's index under rung 5, with its members",
+          "[rung]") {
+  TempDir dir;
+  auto file = dir / "history.jsonl";
+  auto record = testing::make_ladder_record("5103");
+  record["ernicctl"]["points"][2]["tenants"] = {
+      {"t2",
+       {{"hosts", {{"server", "s2"}, {"client", "c2"}}},
+        {"commands", {{"client", "ib_send_bw -p 18602 s2"}}}}}};
+  record["ernicctl"]["groups"] = nlohmann::json::array({testing::make_group(
+      "beside", {"tenants[verb=send,size=4096]", "lat-loaded[verb=send,size=4096]"},
+      {"tenants[verb=send,size=4096] t1", "tenants[verb=send,size=4096] t2"}, {0.9, 0.96})});
+  ernic::append_history_record(file, record);
+  auto index = index_histories({file});
+  std::vector<std::string> warnings;
+  auto html = render_page(index, {}, warnings);
+  REQUIRE_FALSE(testing::xml_error(html));
+  auto rows = testing::xpath_values(
+      html, "//h5[starts-with(., 'Concurrent groups')]/following::table[1][@data-rung='5']//td");
+  REQUIRE(rows.size() == 7);
+  CHECK(rows[0] == "beside");
+  CHECK(rows[1] == "tenants[verb=send,size=4096] t1, tenants[verb=send,size=4096] t2");
+  CHECK(rows[2] == "bw_avg_GBs (GB/s)");
+  CHECK(rows[3] == "0.93");
+  CHECK(rows[5] == "0.6");
+  // The run details list every tenant's command lines.
+  CHECK(html.find("t2 client: <code>ib_send_bw -p 18602 s2</code>") != std::string::npos);
+  // The group table sits under the multi-tenant heading.
+  CHECK(testing::xpath_values(html, "//h5[starts-with(., 'Concurrent groups')]/preceding::h4[1]") ==
+        std::vector<std::string>{"Rung 5: multi-tenant"});
+}

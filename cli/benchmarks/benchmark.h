@@ -39,6 +39,27 @@ class PointParams {
 // benchmark modules when they build command lines.
 using HostFacts = std::map<std::string, std::string>;
 
+// When a command's stdout arrived: the executor notes every chunk as it comes (OutputSink),
+// so that a module can tell when a line it recognises was printed (rung 2's time to the first
+// table row). Times are milliseconds since just before the command started.
+struct OutputArrivals {
+  struct Chunk {
+    std::size_t end = 0;  // bytes of stdout received once this chunk arrived
+    double ms = 0;
+  };
+  std::vector<Chunk> chunks;  // in arrival order
+
+  // When stdout's byte `offset` had arrived; nullopt when it never did (or nothing was timed).
+  std::optional<double> arrival_ms(std::size_t offset) const {
+    for (const Chunk& chunk : chunks) {
+      if (offset < chunk.end) {
+        return chunk.ms;
+      }
+    }
+    return std::nullopt;
+  }
+};
+
 struct PointContext {
   std::string benchmark;  // the scenario's name for the benchmark entry
   std::string id;         // unique point id, e.g. "tcp[protocol=udp,reverse=false]"
@@ -49,6 +70,8 @@ struct PointContext {
   HostFacts client_facts;
   std::uint16_t port = 0;  // a TCP port reserved for this point
   std::chrono::milliseconds timeout{0};
+  // The client's stdout as it arrived, set before parse() (empty in `ernicctl parse`).
+  OutputArrivals client_arrivals;
 };
 
 // How the executor knows a server is ready, without sleeping.

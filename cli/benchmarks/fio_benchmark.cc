@@ -14,6 +14,8 @@ namespace ernic {
 namespace {
 
 constexpr std::uint64_t kBadgeBlockSize = 4096;  // nvmeof_iops_M is a small-block figure
+// fio prints a cumulative report this often (--status-interval): the point's progress over time.
+constexpr double kStatusIntervalMs = 1000;
 
 // fio reads a bare number as seconds and accepts "ms".
 std::string fio_time(double milliseconds) {
@@ -26,7 +28,7 @@ class FioBenchmark final : public Benchmark {
   std::optional<OutputParser> output_parser() const override { return fio_output_parser(); }
   std::string_view tool() const override { return "fio"; }
   std::string_view description() const override {
-    return "fio block I/O on the client host (--output-format=json)";
+    return "fio block I/O on the client host (--output-format=json, a report every second)";
   }
   bool needs_server() const override { return false; }
 
@@ -106,7 +108,8 @@ class FioBenchmark final : public Benchmark {
         "--runtime=" + fio_time(p.has("runtime") ? p.milliseconds("runtime") : 10000.0),
         "--time_based",
         "--group_reporting",
-        "--output-format=json"};
+        "--output-format=json",
+        "--status-interval=" + fio_time(kStatusIntervalMs)};
     return commands;
   }
 
@@ -131,6 +134,14 @@ class FioBenchmark final : public Benchmark {
       return outcome;
     }
     outcome.metrics = fio_metrics(output);
+    std::vector<double> rates = fio_interval_rates(output, kStatusIntervalMs);
+    if (!rates.empty()) {
+      for (double& rate : rates) {
+        rate /= 1e9;  // GB/s, as bw_avg_GBs
+      }
+      outcome.distributions[kBandwidthDistribution] =
+          Distribution::series(std::move(rates), kStatusIntervalMs / 1000);
+    }
     outcome.ok = true;
     return outcome;
   }

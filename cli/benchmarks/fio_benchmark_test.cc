@@ -38,7 +38,7 @@ TEST_CASE("fio module: rocm-ernic's NVMe-oF command line", "[fio][module]") {
   CHECK(commands.client.argv ==
         Argv{"fio", "--name=ernic", "--filename=/dev/nvme0n1", "--rw=randread", "--bs=65536",
              "--size=67108864", "--iodepth=32", "--ioengine=libaio", "--direct=1", "--runtime=10",
-             "--time_based", "--group_reporting", "--output-format=json"});
+             "--time_based", "--group_reporting", "--output-format=json", "--status-interval=1"});
   CHECK(commands.client.timeout == std::chrono::milliseconds(60000));
 
   point.params.set("direct", "false");
@@ -70,6 +70,31 @@ TEST_CASE("fio module: parse a result and a failure", "[fio][module]") {
   CHECK(failure.error ==
         "no JSON object found (was fio run with --output-format=json?) (fio exit status 1: "
         "fio: looks like your file system does not support direct=1/buffered=0)");
+}
+
+TEST_CASE("fio module: each second's rate becomes the point's bandwidth series", "[fio][module]") {
+  PointContext point;
+  CommandResult client;
+  client.exit_code = 0;
+  client.out = read_sample("fio-3.33-json-status-interval.txt");
+  ParseOutcome outcome = fio().parse(nullptr, client, point);
+  INFO(outcome.error);
+  REQUIRE(outcome.ok);
+  // The metrics are the final report's, not a status report's.
+  CHECK(outcome.metrics.at("bw_avg_GBs") == Approx((52177935.0 + 52135624.0) / 1e9));
+  const Distribution& series = outcome.distributions.at(kBandwidthDistribution);
+  REQUIRE(series.interval_s.has_value());
+  CHECK(*series.interval_s == 1.0);
+  // Three seconds: the start to the first report (870 ms), then two full seconds; the final
+  // report's 123 ms tail is left out. Read and write bytes together, per second.
+  REQUIRE(series.values.size() == 3);
+  CHECK(series.values[0] == Approx((44490752.0 + 44339200.0) / 0.870 / 1e9).epsilon(1e-4));
+  CHECK(series.values[1] ==
+        Approx((100495360.0 + 100155392.0 - 44490752.0 - 44339200.0) / 1.003 / 1e9).epsilon(1e-4));
+
+  // One report (no --status-interval): no series.
+  client.out = read_sample("fio-3.33-json-with-note-prefix.txt");
+  CHECK(fio().parse(nullptr, client, point).distributions.empty());
 }
 
 TEST_CASE("fio module: publishes the nvmeof series and the IOPS badge", "[fio][module]") {

@@ -132,6 +132,42 @@ Json direction_json(const FioDirection& direction) {
           {"lat", latency_json(direction.lat)}};
 }
 
+// Where the next JSON object starts: the first line from `from` on that starts with '{'.
+std::size_t find_json_start(std::string_view text, std::size_t from) {
+  for (std::size_t at = from; at < text.size();) {
+    std::size_t end = text.find('\n', at);
+    std::string_view line =
+        text.substr(at, end == std::string_view::npos ? text.size() - at : end - at);
+    if (trim(line).starts_with("{")) {
+      return at + line.find('{');
+    }
+    if (end == std::string_view::npos) {
+      break;
+    }
+    at = end + 1;
+  }
+  return std::string_view::npos;
+}
+
+// The cumulative progress in one report: bytes moved in every job and direction, and the longest
+// run time among them.
+FioProgress progress_of(const Json& document) {
+  FioProgress progress;
+  auto jobs = document.find("jobs");
+  if (jobs == document.end() || !jobs->is_array()) {
+    return progress;
+  }
+  for (const Json& job : *jobs) {
+    for (const char* name : {"read", "write", "trim"}) {
+      bool seen = false;
+      FioDirection direction = read_direction(job, name, seen);
+      progress.io_bytes += direction.io_bytes;
+      progress.runtime_ms = std::max(progress.runtime_ms, direction.runtime_ms);
+    }
+  }
+  return progress;
+}
+
 }  // namespace
 
 std::optional<double> FioLatency::percentile(double p) const {
@@ -146,20 +182,7 @@ std::optional<double> FioLatency::percentile(double p) const {
 FioOutput parse_fio_output(std::string_view text) {
   FioOutput output;
   // The JSON starts at the first line that starts with '{'; lines before it are notes.
-  std::size_t start = std::string_view::npos;
-  for (std::size_t at = 0; at < text.size();) {
-    std::size_t end = text.find('\n', at);
-    std::string_view line =
-        text.substr(at, end == std::string_view::npos ? text.size() - at : end - at);
-    if (trim(line).starts_with("{")) {
-      start = at + line.find('{');
-      break;
-    }
-    if (end == std::string_view::npos) {
-      break;
-    }
-    at = end + 1;
-  }
+  std::size_t start = find_json_start(text, 0);
   add_note_lines(text.substr(0, start == std::string_view::npos ? text.size() : start), 1,
                  output.notes);
   if (start == std::string_view::npos) {
@@ -170,25 +193,40 @@ FioOutput parse_fio_output(std::string_view text) {
     return output;
   }
 
+  // With --status-interval fio prints a whole report every interval, then its final one: each
+  // is cumulative, the last is the result.
   std::string json_text(text.substr(start));
   std::istringstream stream(json_text);
   Json document;
-  try {
-    // operator>> reads one JSON value and leaves what follows it ("fio: ..." lines).
-    stream >> document;
-  } catch (const Json::parse_error& e) {
-    std::size_t offset = start + (e.byte > 0 ? e.byte - 1 : 0);
-    output.error_line = line_of_offset(text, offset);
-    output.error =
-        fmt::format("line {}: fio's JSON is not valid: {}", output.error_line, printable(e.what()));
-    return output;
-  } catch (const std::exception& e) {
-    output.error = fmt::format("fio's JSON could not be read: {}", printable(e.what()));
-    return output;
+  std::size_t after = start;
+  while (true) {
+    std::size_t begins = start + static_cast<std::size_t>(std::max<std::streamoff>(
+                                     0, static_cast<std::streamoff>(stream.tellg())));
+    try {
+      // operator>> reads one JSON value and leaves what follows it ("fio: ..." lines).
+      stream >> document;
+    } catch (const Json::parse_error& e) {
+      std::size_t offset = begins + (e.byte > 0 ? e.byte - 1 : 0);
+      output.error_line = line_of_offset(text, offset);
+      output.error = fmt::format("line {}: fio's JSON is not valid: {}", output.error_line,
+                                 printable(e.what()));
+      return output;
+    } catch (const std::exception& e) {
+      output.error = fmt::format("fio's JSON could not be read: {}", printable(e.what()));
+      return output;
+    }
+    std::streamoff consumed = stream.tellg();
+    after = consumed > 0 ? start + static_cast<std::size_t>(consumed) : text.size();
+    if (document.is_object()) {
+      output.progress.push_back(progress_of(document));
+    }
+    std::size_t next = after < text.size() ? text.find_first_not_of(" \t\r\n", after) : after;
+    if (next == std::string_view::npos || next >= text.size() || text[next] != '{') {
+      break;
+    }
+    stream.seekg(static_cast<std::streamoff>(next - start));
   }
-  std::streamoff consumed = stream.tellg();
-  if (consumed > 0 && static_cast<std::size_t>(consumed) < json_text.size()) {
-    std::size_t after = start + static_cast<std::size_t>(consumed);
+  if (after < text.size()) {
     add_note_lines(text.substr(after), line_of_offset(text, after), output.notes);
   }
 
@@ -292,6 +330,21 @@ std::map<std::string, double> fio_metrics(const FioOutput& output) {
   return metrics;
 }
 
+std::vector<double> fio_interval_rates(const FioOutput& output, double interval_ms) {
+  std::vector<double> rates;
+  FioProgress previous;
+  for (const FioProgress& report : output.progress) {
+    double elapsed_ms = report.runtime_ms - previous.runtime_ms;
+    if (elapsed_ms >= interval_ms / 2 && elapsed_ms <= interval_ms * 1.5 &&
+        report.io_bytes >= previous.io_bytes) {
+      rates.push_back(static_cast<double>(report.io_bytes - previous.io_bytes) /
+                      (elapsed_ms / 1000));
+    }
+    previous = report;
+  }
+  return rates;
+}
+
 nlohmann::json fio_output_to_json(const FioOutput& output) {
   Json jobs = Json::array();
   for (const FioJob& job : output.jobs) {
@@ -303,8 +356,15 @@ nlohmann::json fio_output_to_json(const FioOutput& output) {
                     {"write", direction_json(job.write)},
                     {"trim", direction_json(job.trim)}});
   }
-  Json data = {
-      {"tool", kFioTool}, {"version", output.version}, {"jobs", jobs}, {"notes", output.notes}};
+  Json progress = Json::array();
+  for (const FioProgress& report : output.progress) {
+    progress.push_back({{"runtime_ms", report.runtime_ms}, {"io_bytes", report.io_bytes}});
+  }
+  Json data = {{"tool", kFioTool},
+               {"version", output.version},
+               {"jobs", jobs},
+               {"notes", output.notes},
+               {"progress", progress}};
   if (!output.jobs.empty()) {
     data["metrics"] = fio_metrics(output);
   }

@@ -45,9 +45,17 @@ struct FioJob {
   FioDirection trim;
 };
 
+// How far fio had got when it printed a report (--status-interval prints one every interval,
+// each cumulative since the start): bytes moved over every job and direction, and run time.
+struct FioProgress {
+  double runtime_ms = 0;
+  std::uint64_t io_bytes = 0;
+};
+
 struct FioOutput {
-  std::string version;  // "fio-3.33"
-  std::vector<FioJob> jobs;
+  std::string version;                // "fio-3.33"
+  std::vector<FioJob> jobs;           // from the last (final) report
+  std::vector<FioProgress> progress;  // every report in the order printed, the final one last
   // Lines around the JSON ("note: ..." before it, "fio: ..." after it).
   std::vector<std::string> notes;
   std::string error;  // empty when the output is a result
@@ -63,6 +71,12 @@ FioOutput parse_fio_output(std::string_view text);
 // clat_mean_us (weighted by I/O count), clat_p50_us, clat_p99_us, clat_p999_us (the worst job
 // and direction that did I/O; exact with --group_reporting, which makes one job).
 std::map<std::string, double> fio_metrics(const FioOutput& output);
+
+// The rate of each interval between consecutive reports (from the start to the first, then
+// report to report), in bytes per second, oldest first. Only intervals of half to one and a half
+// times `interval_ms` are kept: the short tail before the final report and the single interval
+// of an output without status reports say nothing about progress over time.
+std::vector<double> fio_interval_rates(const FioOutput& output, double interval_ms);
 
 // `ernicctl parse fio FILE`.
 nlohmann::json fio_output_to_json(const FioOutput& output);

@@ -1,5 +1,7 @@
 #include "benchmarks/fio_parser.h"
 
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
@@ -120,6 +122,57 @@ TEST_CASE("fio parse JSON: per job and metrics", "[fio]") {
   CHECK(file.data.at("metrics").at("write_iops") == Approx(2457.017193));
   ParsedFile failed = parse_fio_file("garbage\n");
   CHECK_THAT(failed.error, Catch::StartsWith("fio: no JSON object found"));
+}
+
+}  // namespace
+}  // namespace ernic
+
+namespace ernic {
+namespace {
+
+TEST_CASE("fio --status-interval: every cumulative report, the final one as the result", "[fio]") {
+  FioOutput output = parse_fio_output(read_sample("fio-3.33-json-status-interval.txt"));
+  INFO(output.error);
+  REQUIRE(output.ok());
+  REQUIRE(output.progress.size() == 4);
+  CHECK(output.progress[0].runtime_ms == 870);
+  CHECK(output.progress[0].io_bytes == 44490752u + 44339200u);
+  CHECK(output.progress[3].runtime_ms == 3001);
+  CHECK(output.progress[3].io_bytes == 156585984u + 156459008u);
+  // The jobs are the final report's.
+  REQUIRE(output.jobs.size() == 1);
+  CHECK(output.jobs[0].read.io_bytes == 156585984u);
+  CHECK(output.jobs[0].read.runtime_ms == 3001);
+
+  std::vector<double> rates = fio_interval_rates(output, 1000);
+  REQUIRE(rates.size() == 3);  // 870, 1003 and 1005 ms; the final 123 ms are left out
+  CHECK(rates[0] == Approx((44490752.0 + 44339200.0) / 0.870));
+  CHECK(rates[2] == Approx((150978560.0 + 151011328.0 - 100495360.0 - 100155392.0) / 1.005));
+}
+
+TEST_CASE("fio reports: hand-made intervals, a broken report and text after the last", "[fio]") {
+  auto report = [](double runtime_ms, std::uint64_t bytes) {
+    return fmt::format(
+        "{{\"fio version\": \"fio-3.33\", \"jobs\": [{{\"jobname\": \"j\", \"error\": 0, "
+        "\"read\": {{\"io_bytes\": {}, \"runtime\": {}, \"iops\": 1, \"total_ios\": 1}}}}]}}\n",
+        bytes, runtime_ms);
+  };
+  std::string text =
+      report(1000, 100) + report(2000, 300) + report(3000, 600) + "fio: a note after the result\n";
+  FioOutput output = parse_fio_output(text);
+  INFO(output.error);
+  REQUIRE(output.ok());
+  CHECK(fio_interval_rates(output, 1000) == std::vector<double>{100, 200, 300});
+  REQUIRE(output.notes.size() == 1);
+  CHECK(output.notes[0] == "line 4: fio: a note after the result");
+  // An interval far from the status interval (a lone final report) is not progress.
+  CHECK(fio_interval_rates(parse_fio_output(report(10000, 5000)), 1000).empty());
+
+  // A report cut short (fio killed mid-write) is an error naming its line.
+  FioOutput cut = parse_fio_output(report(1000, 100) + "{\"fio version\": \"fio-3.33\", \"jo");
+  CHECK_FALSE(cut.ok());
+  CHECK(cut.error_line == 2);
+  CHECK_THAT(cut.error, Catch::StartsWith("line 2: fio's JSON is not valid"));
 }
 
 }  // namespace

@@ -330,3 +330,48 @@ TEST_CASE("perftest module: the sample carries its per-iteration distribution",
 
 }  // namespace
 }  // namespace ernic
+
+namespace ernic {
+namespace {
+
+TEST_CASE("perftest module: time to the first table row, when the row's line had arrived",
+          "[perftest][module]") {
+  PointFixture f;
+  f.param("verb", "write").param("mode", "bw").param("size", "65536");
+  CommandResult client = exited(0, read_sample("ib_write_bw_s65536.client.txt"));
+  // Line 23 is the table's one row: everything before it at 30 ms, its first half at 100 ms,
+  // the rest of it at 250 ms, the closing dashes at 260 ms.
+  std::size_t row_start = 0;
+  for (int line = 1; line < 23; ++line) {
+    row_start = client.out.find('\n', row_start) + 1;
+  }
+  std::size_t row_end = client.out.find('\n', row_start) + 1;
+  REQUIRE(client.out.substr(row_start, 6) == " 65536");
+  f.point.client_arrivals.chunks = {{.end = row_start, .ms = 30},
+                                    {.end = row_start + 10, .ms = 100},
+                                    {.end = row_end, .ms = 250},
+                                    {.end = client.out.size(), .ms = 260}};
+  ParseOutcome outcome = perftest().parse(nullptr, client, f.point);
+  INFO(outcome.error);
+  REQUIRE(outcome.ok);
+  CHECK(outcome.metrics.at("time_to_first_row_ms") == 250);
+  // Rung 2, and a figure perftest's module declares (lower is better).
+  auto metrics = perftest().metrics();
+  CHECK(std::any_of(metrics.begin(), metrics.end(), [](const MetricInfo& m) {
+    return m.name == "time_to_first_row_ms" && m.better == Better::kLower && m.unit == "ms";
+  }));
+
+  SECTION("nothing timed (ernicctl parse): no figure") {
+    f.point.client_arrivals.chunks.clear();
+    CHECK(perftest().parse(nullptr, client, f.point).metrics.count("time_to_first_row_ms") == 0);
+  }
+  SECTION("a row printed on stderr has no stdout arrival time") {
+    CommandResult on_stderr = exited(0, "", client.out);
+    ParseOutcome parsed = perftest().parse(nullptr, on_stderr, f.point);
+    REQUIRE(parsed.ok);
+    CHECK(parsed.metrics.count("time_to_first_row_ms") == 0);
+  }
+}
+
+}  // namespace
+}  // namespace ernic

@@ -102,8 +102,8 @@ void print_summary_table(const HistoryRecord& record, const std::string& history
       }
       for (const auto& metric : metrics_of_rung(point, Rung::kRuntimeStart)) {
         auto declared = point.metrics.find(metric);
-        result += fmt::format("; {} {} {:.4g} {}", rung_label(Rung::kRuntimeStart), metric,
-                              point.median(metric).value_or(0),
+        result += fmt::format("; {} {} {:.4g} {}", rung_label(Rung::kRuntimeStart),
+                              metric_label(metric), point.median(metric).value_or(0),
                               declared != point.metrics.end() ? declared->second.unit : "");
       }
     } else if (point.reason) {
@@ -116,6 +116,12 @@ void print_summary_table(const HistoryRecord& record, const std::string& history
                       [](const SampleRecord& s) { return s.tenant.value_or(1) == 1; });
     fmt::print("{:<{}}  {:<7}  {:>4}  {:<15}  {}\n", point.id, width, point.status, repetitions,
                fmt::format("{} {}", rung_number(rung), rung_name(rung)), result);
+  }
+  for (const auto& group : part.groups) {
+    for (const auto& fairness : group.fairness) {
+      fmt::print("{} ({}): {}\n", group_figure_name(group, fairness),
+                 rung_label(Rung::kMultiTenant), describe_group_fairness(fairness));
+    }
   }
   std::string t_init;
   for (const auto& host : part.hosts) {

@@ -238,6 +238,14 @@ void to_json(json& out, const PointRecord& point) {
   put_present(out, "repetitions", point.repetitions);
   put_present(out, "duration_s", point.duration_s);
   put_present(out, "fairness", point.fairness);
+  put_present(out, "group", point.group);
+  if (!point.tenants.empty()) {
+    json tenants = json::object();
+    for (const auto& [name, tenant] : point.tenants) {
+      tenants[name] = {{"hosts", tenant.hosts}, {"commands", tenant.commands}};
+    }
+    out["tenants"] = tenants;
+  }
   if (point.rung) {
     out["rung"] = rung_number(*point.rung);
     json overrides = json::object();
@@ -268,6 +276,26 @@ void to_json(json& out, const FairnessRecord& fairness) {
          {"min_share", fairness.min_share},
          {"max_share", fairness.max_share},
          {"repetitions", repetitions}};
+  if (!fairness.members.empty()) {
+    out["unit"] = fairness.unit;
+    out["members"] = fairness.members;
+  }
+}
+
+void to_json(json& out, const GroupRecord& group) {
+  out = {{"group", group.group},
+         {"name", group.name},
+         {"points", group.points},
+         {"fairness", group.fairness},
+         {"rung", rung_number(Rung::kMultiTenant)}};
+}
+
+std::string group_figure_name(const GroupRecord& group, const FairnessRecord& fairness) {
+  std::string name = "group " + group.name + ":";
+  for (std::size_t i = 0; i < group.points.size(); ++i) {
+    name += (i == 0 ? " " : " + ") + group.points[i];
+  }
+  return group.fairness.size() > 1 ? name + " (" + fairness.metric + ")" : name;
 }
 
 std::optional<FairnessRecord> read_fairness(const json& in) {
@@ -295,6 +323,14 @@ std::optional<FairnessRecord> read_fairness(const json& in) {
       fairness.repetitions.push_back({static_cast<int>(number(rep, "rep")),
                                       number(rep, "jain_index"), number(rep, "min_share"),
                                       number(rep, "max_share")});
+    }
+  }
+  if (auto unit = in.find("unit"); unit != in.end() && unit->is_string()) {
+    fairness.unit = unit->get<std::string>();
+  }
+  for (const auto& member : in.value("members", json::array())) {
+    if (member.is_string()) {
+      fairness.members.push_back(member.get<std::string>());
     }
   }
   return fairness;
@@ -326,6 +362,9 @@ void to_json(json& out, const ErnicctlPart& part) {
          {"emulator", part.emulator},
          {"points", part.points},
          {"ab_pairs", ab_pairs}};
+  if (!part.groups.empty()) {
+    out["groups"] = part.groups;
+  }
   put_present(out, "finished", part.finished);
   put_present(out, "duration_s", part.duration_s);
   put_present(out, "run_token", part.run_token);

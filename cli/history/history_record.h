@@ -78,6 +78,32 @@ struct FairnessRecord {
   double min_share = 0;  // over every repetition
   double max_share = 0;
   std::vector<FairnessRepetition> repetitions;
+  // A concurrent group's index: the metric's unit and the members it covers ("bulk[...] t1",
+  // "probe[...]"), `tenants` of them; both empty for a point's own index.
+  std::string unit;
+  std::vector<std::string> members;
+};
+
+// One start of a `concurrent:` group (its entries' k-th points, run together) and Jain's index
+// over the members that measure the same throughput, one per such metric and unit with at least
+// two members (e.g. three bulk bandwidth tenants beside a latency tenant: over the three). Its
+// figures are of the multi-tenant rung.
+struct GroupRecord {
+  int group = 0;  // 1-based, in scenario order
+  std::string name;
+  std::vector<std::string> points;  // the ids of the points that started together
+  std::vector<FairnessRecord> fairness;
+};
+
+// What `compare`, the summary and the report call a group's index: "group NAME: A + B" with
+// " (METRIC)" when the group has more than one index.
+std::string group_figure_name(const GroupRecord& group, const FairnessRecord& fairness);
+
+// One tenant of a point with several tenants: its hosts and command lines, keyed like the
+// point's own `hosts` and `commands` ("server", "client").
+struct TenantRecord {
+  std::map<std::string, std::string> hosts;
+  std::map<std::string, std::string> commands;
 };
 
 struct PointRecord {
@@ -91,12 +117,17 @@ struct PointRecord {
   std::optional<std::string> log;  // one log path, as older records and the docs' example hold
   std::map<std::string, std::string> commands;  // "client", and "server" for two-sided tools
   std::map<std::string, std::string> hosts;     // "server", "client"
+  // Points with several tenants: every tenant's hosts and commands by tenant name (`hosts` and
+  // `commands` above stay the first tenant's, as single-tenant readers expect); empty otherwise.
+  std::map<std::string, TenantRecord> tenants;
   std::optional<int> repetitions;
   std::optional<double> duration_s;
   std::map<std::string, MetricDeclaration> metrics;  // every metric the tool can report
   std::vector<SampleRecord> samples;
   std::map<std::string, MetricSummary> summary;  // passed points only
   std::optional<FairnessRecord> fairness;        // points with several tenants
+  // The `concurrent:` group (1-based) the point ran in, beside the group's other points.
+  std::optional<int> group;
   // The rung of the evaluation ladder its figures belong to (history/rung.h), and the metrics
   // whose rung differs; nullopt in records written before rungs (point_rung() derives it).
   std::optional<Rung> rung;
@@ -181,6 +212,7 @@ struct ErnicctlPart {
   std::map<std::string, std::string> tools;  // tool versions
   nlohmann::json emulator;                   // what the emulator kind records (its "kind" first)
   std::vector<PointRecord> points;
+  std::vector<GroupRecord> groups;  // concurrent groups' starts; absent when there are none
   std::vector<AbPairRecord> ab_pairs;
 
   std::string emulator_kind() const;
@@ -231,6 +263,7 @@ void to_json(nlohmann::json& json, const HostInfo& host);
 void to_json(nlohmann::json& json, const EnvironmentInfo& environment);
 void to_json(nlohmann::json& json, const FairnessRecord& fairness);
 std::optional<FairnessRecord> read_fairness(const nlohmann::json& json);
+void to_json(nlohmann::json& json, const GroupRecord& group);
 void to_json(nlohmann::json& json, const Distribution& distribution);
 // nullopt (with a problem named when `problems` is given) when it is not a distribution.
 std::optional<Distribution> read_distribution(const nlohmann::json& json, const std::string& path,

@@ -251,8 +251,19 @@ PointRecord read_point(const FieldReader& in) {
   }
   in.read("commands", point.commands);
   in.read("hosts", point.hosts);
+  auto tenants = in.child("tenants", json::value_t::object);
+  for (const auto& [tenant_name, value] : tenants.raw().items()) {
+    FieldReader tenant(value, tenants.name(tenant_name.c_str()), in.problems());
+    if (!tenant.is_object()) {
+      in.problem(tenant.path() + " must be an object");
+      continue;
+    }
+    tenant.read("hosts", point.tenants[tenant_name].hosts);
+    tenant.read("commands", point.tenants[tenant_name].commands);
+  }
   in.read("repetitions", point.repetitions);
   in.read("duration_s", point.duration_s);
+  in.read("group", point.group);
   read_point_metrics(in, point);
   if (auto fairness = in.raw().find("fairness"); fairness != in.raw().end()) {
     point.fairness = read_fairness(*fairness);
@@ -351,6 +362,28 @@ ErnicctlPart read_part(const FieldReader& in) {
     field.read("b", ab.b);
     field.read("metric", ab.metric);
     part.ab_pairs.push_back(std::move(ab));
+  }
+  auto groups = in.child("groups", json::value_t::array);
+  for (std::size_t i = 0; i < groups.raw().size(); ++i) {
+    FieldReader field(groups.raw()[i], fmt::format("ernicctl.groups[{}]", i), in.problems());
+    if (!field.is_object()) {
+      in.problem(field.path() + " must be an object");
+      continue;
+    }
+    GroupRecord group;
+    field.read("group", group.group);
+    field.read("name", group.name);
+    for (const auto& id : field.child("points", json::value_t::array).raw()) {
+      if (id.is_string()) {
+        group.points.push_back(id.get<std::string>());
+      }
+    }
+    for (const auto& fairness : field.child("fairness", json::value_t::array).raw()) {
+      if (auto read = read_fairness(fairness)) {
+        group.fairness.push_back(std::move(*read));
+      }
+    }
+    part.groups.push_back(std::move(group));
   }
   return part;
 }

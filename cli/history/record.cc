@@ -113,7 +113,8 @@ RunAccelerator run_accelerator(const std::vector<HostRecord>& hosts) {
 
 namespace {
 
-PointRecord point_record(const PointResult& result, const RunResult& run) {
+PointRecord point_record(const PointResult& result, const Scenario& scenario,
+                         const RunResult& run) {
   const PlannedPoint& point = *result.point;
   PointRecord out{.id = point.id,
                   .benchmark = point.entry->name,
@@ -134,6 +135,15 @@ PointRecord point_record(const PointResult& result, const RunResult& run) {
   out.commands["client"] = result.client_command;
   if (!result.server_command.empty()) {
     out.commands["server"] = result.server_command;
+  }
+  if (point.entry->multi_tenant()) {
+    for (const Tenant& tenant : point.entry->tenants) {
+      TenantRecord& recorded = out.tenants[tenant.name];
+      recorded.hosts = {{"server", tenant.server}, {"client", tenant.client}};
+      if (auto it = result.tenant_commands.find(tenant.name); it != result.tenant_commands.end()) {
+        recorded.commands = it->second;
+      }
+    }
   }
   std::vector<MetricInfo> declared = point.tool->metrics();
   if (is_sustained(point.params)) {
@@ -162,6 +172,10 @@ PointRecord point_record(const PointResult& result, const RunResult& run) {
     for (const auto& [name, list] : values) {
       out.summary[name] = *summarize(list);
     }
+  }
+  if (int group = point.together >= 0 ? concurrent_group_number(scenario, point.entry->name) : 0;
+      group > 0) {
+    out.group = group;
   }
   out.fairness = point_fairness(result);
   if (out.fairness) {
@@ -249,8 +263,9 @@ HistoryRecord build_history_record(const Scenario& scenario, const RunResult& ru
         .rebuilt = attached.rebuilt};
   }
   for (const auto& result : run.points) {
-    part.points.push_back(point_record(result, run));
+    part.points.push_back(point_record(result, scenario, run));
   }
+  part.groups = group_fairness(scenario, run);
   for (const auto& pair : scenario.ab_pairs) {
     part.ab_pairs.push_back({pair.name, pair.a, pair.b, pair.metric});
   }

@@ -59,6 +59,20 @@ bool is_runtime_start_metric(std::string_view metric) {
   return false;
 }
 
+const char* metric_qualifier(std::string_view metric) {
+  for (std::string_view suffix : {"first_row_ms", "first_row_s"}) {
+    if (metric == suffix || metric.ends_with("_" + std::string(suffix))) {
+      return "upper bound";
+    }
+  }
+  return "";
+}
+
+std::string metric_label(std::string_view metric) {
+  std::string qualifier = metric_qualifier(metric);
+  return qualifier.empty() ? std::string(metric) : std::string(metric) + " (" + qualifier + ")";
+}
+
 bool is_fairness_metric(std::string_view metric) {
   return metric == kJainIndexMetric;
 }
@@ -70,7 +84,8 @@ Rung derive_point_rung(const PointRecord& point) {
   }
   bool fairness = point.fairness.has_value() || point.metrics.count(kJainIndexMetric) > 0 ||
                   point.summary.count(kJainIndexMetric) > 0;
-  if (tenants.size() > 1 || fairness) {
+  // A point of a concurrent group ran beside the group's other points: not a solo execution.
+  if (tenants.size() > 1 || fairness || point.group) {
     return Rung::kMultiTenant;
   }
   if (truthy(point.param("sustained"))) {

@@ -35,14 +35,20 @@ std::optional<Rung> rung_from_number(int number);
 // A point metric that measures the runtime start (time_to_first_rts_ms, rts_ms, perftest's
 // time_to_first_row_ms upper bound, ...).
 bool is_runtime_start_metric(std::string_view metric);
+// What a figure of the metric bounds rather than measures, for its label: "upper bound" for
+// perftest's time to its first table row (an upper bound of the time to the first QP in RTS);
+// "" for a metric that measures what it names.
+const char* metric_qualifier(std::string_view metric);
+// The metric's name as figures are labelled: "time_to_first_row_ms (upper bound)", else the name.
+std::string metric_label(std::string_view metric);
 // The point metric a multi-tenant point's record carries for Jain's index.
 inline constexpr const char* kJainIndexMetric = "jain_index";
 // The fairness index of a multi-tenant point (jain_index).
 bool is_fairness_metric(std::string_view metric);
 
 // The rule, from what the point holds (for records written before rungs, and for the writer):
-// several tenants or a fairness index -> multi-tenant; params.sustained true -> sustained;
-// else execution.
+// several tenants, a fairness index or a concurrent group -> multi-tenant; params.sustained
+// true -> sustained; else execution.
 Rung derive_point_rung(const PointRecord& point);
 // A metric's rung in a point of rung `point_rung`: runtime-start metrics are rung 2, the
 // fairness index rung 5, every other metric the point's.

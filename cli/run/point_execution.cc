@@ -36,7 +36,9 @@ class EnvironmentGone : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-void check_interrupt() {
+// executor.cc has its own check_interrupt(); a distinct name keeps the unity build (which may
+// put both files in one batch) compiling.
+void throw_if_interrupted() {
   if (Interrupt::requested()) {
     throw RunInterrupted();
   }
@@ -120,7 +122,7 @@ void Executor::run_points() {
   });
   int total = static_cast<int>(plan_.points.size());
   for (std::size_t i = 0; i < plan_.points.size(); ++i) {
-    check_interrupt();
+    throw_if_interrupted();
     const PlannedPoint& point = plan_.points[i];
     std::vector<int> members = {static_cast<int>(i)};
     if (point.together >= 0) {
@@ -133,7 +135,7 @@ void Executor::run_points() {
     auto started = Clock::now();
     run_together(members);
     double duration_s = std::chrono::duration<double>(Clock::now() - started).count();
-    check_interrupt();
+    throw_if_interrupted();
     bool failed = false;
     for (int index : members) {
       const PlannedPoint& member = plan_.points[static_cast<std::size_t>(index)];
@@ -179,6 +181,35 @@ void Executor::run_together(const std::vector<int>& members) {
   }
 }
 
+// Notes when each chunk of a client's stdout arrived (for the tool's rung 2 figure), and passes
+// everything on to the step log. Called from the command's output thread.
+class ArrivalSink final : public OutputSink {
+ public:
+  ArrivalSink(OutputSink* next, Clock::time_point start) : next_(next), start_(start) {}
+  void on_output(OutputStream stream, std::string_view data) override {
+    if (stream == OutputStream::kStdout && !data.empty()) {
+      double ms = std::chrono::duration<double, std::milli>(Clock::now() - start_).count();
+      std::lock_guard lock(mutex_);
+      received_ += data.size();
+      arrivals_.chunks.push_back({.end = received_, .ms = ms});
+    }
+    if (next_ != nullptr) {
+      next_->on_output(stream, data);
+    }
+  }
+  OutputArrivals arrivals() const {
+    std::lock_guard lock(mutex_);
+    return arrivals_;
+  }
+
+ private:
+  OutputSink* next_;
+  Clock::time_point start_;
+  mutable std::mutex mutex_;
+  std::size_t received_ = 0;
+  OutputArrivals arrivals_;
+};
+
 // One tenant's side of a repetition: its hosts, port, commands, log and what they did.
 struct TenantRun {
   const PlannedPoint* point = nullptr;
@@ -191,6 +222,7 @@ struct TenantRun {
   PointCommands commands;
   std::unique_ptr<StepLog> log;
   std::unique_ptr<RunningCommand> server;
+  std::unique_ptr<ArrivalSink> client_sink;
   std::unique_ptr<RunningCommand> client;
   std::optional<CommandResult> server_result;
   std::optional<CommandResult> client_result;
@@ -257,6 +289,9 @@ void Executor::start_server(TenantRun& run) {
   if (run.number == 1) {
     run.result->server_command = run.commands.server->spec.display();
   }
+  if (run.several) {
+    run.result->tenant_commands[run.tenant->name]["server"] = run.commands.server->spec.display();
+  }
   run.log->command("server", *run.context.server, run.commands.server->spec);
   run.server = runner_.start(*run.context.server, run.role("server"), run.commands.server->spec,
                              run.log->sink("server"));
@@ -271,7 +306,7 @@ void Executor::await_server(TenantRun& run) {
   Host& server_host = *run.context.server;
   auto deadline = Clock::now() + std::min<Clock::duration>(kServerReadyLimit, run.context.timeout);
   while (true) {
-    check_interrupt();
+    throw_if_interrupted();
     if (ready.listening_port && runner_.is_listening(server_host, *ready.listening_port)) {
       return;
     }
@@ -304,9 +339,13 @@ void Executor::start_client(TenantRun& run) {
   if (run.number == 1) {
     run.result->client_command = run.commands.client.display();
   }
+  if (run.several) {
+    run.result->tenant_commands[run.tenant->name]["client"] = run.commands.client.display();
+  }
   run.log->command("client", *run.context.client, run.commands.client);
+  run.client_sink = std::make_unique<ArrivalSink>(run.log->sink("client"), Clock::now());
   run.client = runner_.start(*run.context.client, run.role("client"), run.commands.client,
-                             run.log->sink("client"));
+                             run.client_sink.get());
 }
 
 void Executor::await_client(TenantRun& run) {
@@ -332,6 +371,9 @@ std::optional<Sample> Executor::parse_tenant(TenantRun& run, int repetition) {
   if (client.timed_out) {
     run.fail(fmt::format("client timed out after {}", format_duration(run.context.timeout)));
     return std::nullopt;
+  }
+  if (run.client_sink) {
+    run.context.client_arrivals = run.client_sink->arrivals();
   }
   ParseOutcome outcome =
       run.tool->parse(run.server_result ? &*run.server_result : nullptr, client, run.context);

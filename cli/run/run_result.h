@@ -35,8 +35,11 @@ struct PointResult {
   PointStatus status = PointStatus::kSkipped;
   std::string reason;  // why it failed or was skipped
   std::vector<std::filesystem::path> logs;
-  std::string server_command;
+  std::string server_command;  // the first tenant's
   std::string client_command;
+  // Entries with several tenants: every tenant's command lines by tenant name ("server",
+  // "client"), the last repetition's.
+  std::map<std::string, std::map<std::string, std::string>> tenant_commands;
   std::uint16_t port = 0;  // the port the point's server listened on (0: no server)
   std::vector<Sample> samples;
   nlohmann::json details;  // the last repetition's parser output

@@ -11,10 +11,10 @@
 
 #include "common/interrupt.h"
 #include "history/record.h"
-#include "perf/perftest_format.h"
 #include "run/executor.h"
 #include "run/fairness.h"
 #include "run/testing/fake_platform.h"
+#include "run/testing/perf_tables.h"
 #include "run/testing/run_harness.h"
 #include "samples.h"
 #include "scenario/scenario_loader.h"
@@ -25,7 +25,6 @@ namespace {
 using testing::FakePlatform;
 using testing::Scripted;
 using testing::World;
-namespace perf = emu::perf;
 
 // Three iperf3 tenants over six fake netns hosts, `repetitions` each.
 std::string three_tenants(int repetitions) {
@@ -281,17 +280,7 @@ history: {enabled: false}
   CHECK(result.points[3].status == PointStatus::kPassed);
 }
 
-// What the embedded load generator prints for a bandwidth point at `gb_per_s`.
-std::string bandwidth_table(double gb_per_s) {
-  std::string out = perf::banner(perf::Verb::kWrite, perf::Mode::kBandwidth, false, 1, 128);
-  out += perf::bw_header(true) + perf::bw_row({.bytes = 65536,
-                                               .iterations = 100,
-                                               .peak_bytes_per_second = gb_per_s * 1e9,
-                                               .average_bytes_per_second = gb_per_s * 1e9,
-                                               .message_rate = gb_per_s * 1e9 / 65536},
-                                              true);
-  return out + perf::dashes();
-}
+using testing::bandwidth_table;
 
 TEST_CASE("tenants: Jain's index and shares of unequal tenants, in the record", "[tenants]") {
   Harness h(R"(version: 1

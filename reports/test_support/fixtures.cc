@@ -7,6 +7,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "history/statistics.h"
+
 namespace ernic::reports::testing {
 
 TempDir::TempDir() {
@@ -58,6 +60,36 @@ nlohmann::json make_point(const std::string& id, const std::string& tool,
       {"samples", samples},
   };
   return point;
+}
+
+nlohmann::json make_group(const std::string& name, const std::vector<std::string>& points,
+                          const std::vector<std::string>& members,
+                          const std::vector<double>& jain_per_repetition) {
+  nlohmann::json repetitions = nlohmann::json::array();
+  for (std::size_t i = 0; i < jain_per_repetition.size(); ++i) {
+    repetitions.push_back({{"rep", i + 1},
+                           {"jain_index", jain_per_repetition[i]},
+                           {"min_share", 0.4},
+                           {"max_share", 0.6}});
+  }
+  auto stats = ernic::summarize(jain_per_repetition);
+  nlohmann::json fairness = {{"metric", "bw_avg_GBs"},
+                             {"unit", "GB/s"},
+                             {"members", members},
+                             {"tenants", members.size()},
+                             {"jain_index",
+                              {{"n", stats ? stats->n : 0},
+                               {"median", stats ? stats->median : 0},
+                               {"min", stats ? stats->min : 0},
+                               {"max", stats ? stats->max : 0}}},
+                             {"min_share", 0.4},
+                             {"max_share", 0.6},
+                             {"repetitions", repetitions}};
+  return {{"group", 1},
+          {"name", name},
+          {"points", points},
+          {"rung", 5},
+          {"fairness", nlohmann::json::array({fairness})}};
 }
 
 nlohmann::json make_ladder_record(const std::string& run_id) {

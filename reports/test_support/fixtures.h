@@ -37,6 +37,13 @@ nlohmann::json make_record(const std::string& run_id, const std::string& generat
                            const std::string& status = "passed",
                            const std::string& scenario = "quickstart");
 
+// A concurrent group's start as `ernicctl.groups` holds it: the points that started together
+// and Jain's index over `members` (bw_avg_GBs in GB/s), with these per-repetition values (its
+// median and spread from them, shares 0.4 to 0.6).
+nlohmann::json make_group(const std::string& name, const std::vector<std::string>& points,
+                          const std::vector<std::string>& members,
+                          const std::vector<double>& jain_per_repetition);
+
 // A record with figures of every rung: hosts with T_init (1); bw[verb=send,size=4096] with its
 // bandwidth (3) and time_to_first_rts_ms (2); soak[...] with sustained: true (4);
 // tenants[...] on two tenants with a jain_index (5); lat[...] alone (3) and lat-loaded[...] on

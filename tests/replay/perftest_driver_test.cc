@@ -225,7 +225,7 @@ history:
   CHECK(result.points[1].client_command ==
         "fio --name=ernic --filename=/dev/null --rw=randread --bs=4096 --size=67108864 "
         "--iodepth=32 --ioengine=libaio --direct=1 --runtime=10 --time_based --group_reporting "
-        "--output-format=json");
+        "--output-format=json --status-interval=1");
   std::error_code ignored;
   std::filesystem::remove_all(runs, ignored);
 }
