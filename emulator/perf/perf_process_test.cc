@@ -115,8 +115,9 @@ TEST_CASE("perf bandwidth peak is the best window of a long enough run, never be
   start_pair(supervisor, dir);
   // 600 completions, windows of 128: the peak is computed from the windows, not the short-run
   // fallback. Whether a window beats the whole run depends on the traffic (a burst of
-  // completions after a stall does; the mesh's short turns make them even), so the figure is
-  // checked against the recorded times below, and faster windows in perftest_format_test.cc.
+  // completions after a stall does; evenly spaced completions do not: every window then also
+  // waits out the queue's depth), so the figure is checked against the recorded times below,
+  // and faster windows in perftest_format_test.cc.
   const auto doc = run_pair(supervisor, dir, "write_bw", {"-s", "65536", "-n", "600"}, 31);
   const auto& result = doc["results"][0];
   REQUIRE(result["completion_times_usec"].size() == 600);

@@ -125,15 +125,9 @@ void EventLoop::run() {
   auto last_work = Clock::now();
   while (!stop_) {
     bool worked = run_due_timers();
-    bool polled = false;
     for (auto& [id, poller] : pollers_) {
-      polled |= poller.poll();
+      worked |= poller.poll();
     }
-    if (polled && after_work_) {
-      // What a doorbell posted goes out now, not after the fd handlers' turns (bulk I/O).
-      after_work_();
-    }
-    worked |= polled;
     const auto now = Clock::now();
     if (worked) {
       last_work = now;
@@ -174,15 +168,12 @@ void EventLoop::run() {
       }
       auto handler = it->second;  // keeps it alive if the handler removes its own fd
       (*handler)(events[i].events);
-      // A completion or a reply one handler produced goes out before the next handler's turn.
-      if (after_work_) {
-        after_work_();
-      }
     }
     if (n > 0) {
       worked = true;
       last_work = Clock::now();
-    } else if (worked && after_work_) {
+    }
+    if (worked && after_work_) {
       after_work_();
     }
   }

@@ -38,8 +38,7 @@ class EventLoop {
   // Runs `task` at `when` (once). Returns an id for cancel_timer.
   std::uint64_t add_timer(Clock::time_point when, std::function<void()> task);
   void cancel_timer(std::uint64_t id);
-  // Called when the pollers did work and after each fd handler, so that what one produced
-  // (frames to write, completions to notify: batched here) does not wait for the next one.
+  // Called after every iteration that did work (batched notifications go out here).
   void set_after_work(std::function<void()> hook) { after_work_ = std::move(hook); }
   // Extra deadline source (the engine's RNR timers) and what to run when it passes.
   void set_deadline_source(std::function<std::optional<Clock::time_point>()> source,

@@ -132,10 +132,6 @@ std::string write_stats(const std::string& path, const Counters& c) {
     text += fmt::format("mesh_malformed_frames : {}\n", c.mesh->malformed_frames);
     text += fmt::format("mesh_refused_peers : {}\n", c.mesh->refused_peers);
     text += fmt::format("mesh_nodes_lost : {}\n", c.mesh->nodes_lost);
-    text += fmt::format("mesh_max_read_turn_bytes : {}\n", c.mesh->max_read_turn_bytes);
-    text += fmt::format("mesh_max_write_turn_bytes : {}\n", c.mesh->max_write_turn_bytes);
-    text += fmt::format("mesh_max_bytes_ahead_of_small_frame : {}\n",
-                        c.mesh->max_bytes_ahead_of_small_frame);
   }
   const std::string tmp = path + ".tmp";
   {
