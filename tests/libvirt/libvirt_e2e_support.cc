@@ -24,6 +24,28 @@ fs::path make_run_dir(const std::string& token) {
   return dir;
 }
 
+std::vector<std::string> two_guest_run_args(const fs::path& work, const std::string& subnet,
+                                            const std::string& bw_sizes,
+                                            const std::vector<std::string>& extra_sets) {
+  const std::string image = std::string(ERNIC_SOURCE_DIR) + "/images/debian12-rdma.yaml";
+  std::vector<std::string> args{
+      "run",        std::string(ERNIC_SOURCE_DIR) + "/scenarios/two-guest-softroce.yaml",
+      "--runs-dir", (work / "runs").string(),
+      "--output",   "text"};
+  std::vector<std::string> sets{"history.path=" + (work / "history.jsonl").string(),
+                                "hosts.guest1.libvirt.image=" + image,
+                                "hosts.guest2.libvirt.image=" + image,
+                                "libvirt.network.subnet=" + subnet,
+                                "benchmarks.bw.params.verb=[send]",
+                                "benchmarks.bw.params.size=" + bw_sizes,
+                                "benchmarks.lat.params.verb=[send]"};
+  sets.insert(sets.end(), extra_sets.begin(), extra_sets.end());
+  for (const std::string& set : sets) {
+    args.insert(args.end(), {"--set", set});
+  }
+  return args;
+}
+
 std::vector<std::string> leftovers(const std::string& token) {
   std::vector<std::string> found;
   std::string prefix = "ernic-" + token;

@@ -23,6 +23,14 @@ nlohmann::json last_json_line(const std::filesystem::path& file);
 // The one run folder under `runs`.
 std::filesystem::path only_run_dir(const std::filesystem::path& runs);
 
+// `run scenarios/two-guest-softroce.yaml` as a user types it (the arguments after the binary),
+// with the sweep reduced to fit CI through --set: the image path made absolute, the runs and the
+// history under `work`, the guest network on `subnet`, send only, bandwidth at `bw_sizes` (a YAML
+// list), then `extra_sets`.
+std::vector<std::string> two_guest_run_args(const std::filesystem::path& work,
+                                            const std::string& subnet, const std::string& bw_sizes,
+                                            const std::vector<std::string>& extra_sets = {});
+
 // Sends SIGINT to a booting `ernicctl run` and checks that it exits 130 within 3 minutes
 // (printing "TIMING <what>: N s"), that its record says incomplete and that nothing of the run
 // is left.

@@ -64,6 +64,17 @@ Config scenario_with_subnet(const std::string& subnet) {
                      top_level_schema(builtin_platform()), "s.yaml", "");
 }
 
+// What a run gives the provider: its folder, its token, its scenario and its cleanup stack.
+ProviderContext provider_context(const fs::path& run_dir, const std::string& token,
+                                 const std::string& subnet, CleanupStack& cleanup) {
+  ProviderContext context;
+  context.run_dir = run_dir;
+  context.run_token = token;
+  context.scenario = scenario_with_subnet(subnet);
+  context.cleanup = &cleanup;
+  return context;
+}
+
 // The system ssh client, verifying against the known_hosts the provider wrote.
 LocalProcessResult ssh_run(const GuestSshTarget& target, const std::string& command) {
   LocalProcessOptions options;
@@ -99,11 +110,7 @@ TEST_CASE(
   fs::path run_dir = make_run_dir(token);
   {
     CleanupStack cleanup;
-    ProviderContext context;
-    context.run_dir = run_dir;
-    context.run_token = token;
-    context.scenario = scenario_with_subnet("192.168.231.0/24");
-    context.cleanup = &cleanup;
+    ProviderContext context = provider_context(run_dir, token, "192.168.231.0/24", cleanup);
     LibvirtProvider provider;
     provider.set_progress(
         [](const std::string& line) { std::cerr << "libvirt: " << line << "\n"; });
@@ -181,11 +188,7 @@ TEST_CASE("Ctrl-C while guests boot stops the wait and teardown leaves nothing",
   g_interrupted.store(false);
   {
     CleanupStack cleanup;
-    ProviderContext context;
-    context.run_dir = run_dir;
-    context.run_token = token;
-    context.scenario = scenario_with_subnet("192.168.232.0/24");
-    context.cleanup = &cleanup;
+    ProviderContext context = provider_context(run_dir, token, "192.168.232.0/24", cleanup);
     LibvirtProvider provider;
     provider.set_stop_flag(&g_interrupted);
     int started = 0;
@@ -210,31 +213,16 @@ TEST_CASE("Ctrl-C while guests boot stops the wait and teardown leaves nothing",
   fs::remove_all(run_dir);
 }
 
-// `ernicctl run scenarios/two-guest-softroce.yaml` as a user types it, with the sweep reduced to
-// fit CI: the image path made absolute, and --set for everything else.
+// The reduced two-guest sweep of the `ernicctl run`, `up` and `run --attach` cases.
+constexpr const char* kSubnet = "192.168.234.0/24";
+constexpr const char* kBandwidthSizes = "[4KiB, 64KiB]";
+
+// `ernicctl run scenarios/two-guest-softroce.yaml`, reduced to fit CI.
 std::vector<std::string> two_guest_command(const fs::path& work) {
-  std::string image = std::string(ERNIC_SOURCE_DIR) + "/images/debian12-rdma.yaml";
-  return {ERNIC_BINARY,
-          "run",
-          std::string(ERNIC_SOURCE_DIR) + "/scenarios/two-guest-softroce.yaml",
-          "--runs-dir",
-          (work / "runs").string(),
-          "--output",
-          "text",
-          "--set",
-          "history.path=" + (work / "history.jsonl").string(),
-          "--set",
-          "hosts.guest1.libvirt.image=" + image,
-          "--set",
-          "hosts.guest2.libvirt.image=" + image,
-          "--set",
-          "libvirt.network.subnet=192.168.234.0/24",
-          "--set",
-          "benchmarks.bw.params.verb=[send]",
-          "--set",
-          "benchmarks.bw.params.size=[4KiB, 64KiB]",
-          "--set",
-          "benchmarks.lat.params.verb=[send]"};
+  std::vector<std::string> argv{ERNIC_BINARY};
+  const auto args = two_guest_run_args(work, kSubnet, kBandwidthSizes);
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
 }
 
 TEST_CASE(
@@ -333,8 +321,7 @@ TEST_CASE("up then status --json then ssh then down on two guests", "[libvirt][e
     process->finish_output();
     return std::make_tuple(process->exit_code(), process->stdout_text(), process->stderr_text());
   };
-  std::vector<std::string> up_args = two_guest_command(work);
-  up_args.erase(up_args.begin());  // the binary
+  std::vector<std::string> up_args = two_guest_run_args(work, kSubnet, kBandwidthSizes);
   up_args[0] = "up";
   // `up` takes no --output; drop "--output text".
   auto output_flag = std::find(up_args.begin(), up_args.end(), "--output");
@@ -369,8 +356,7 @@ TEST_CASE("up then status --json then ssh then down on two guests", "[libvirt][e
 
   // The developer's loop on the guests up booted: an attached run boots nothing, tears nothing
   // down, and its samples are all warm.
-  std::vector<std::string> attach_args = two_guest_command(work);
-  attach_args.erase(attach_args.begin());  // the binary
+  std::vector<std::string> attach_args = two_guest_run_args(work, kSubnet, kBandwidthSizes);
   attach_args.insert(attach_args.end(), {"--attach", "--state-dir", state, "--only",
                                          "bw[*size=4KiB]", "--only", "lat[*]"});
   started = SteadyClock::now();

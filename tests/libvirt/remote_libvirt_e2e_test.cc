@@ -69,30 +69,11 @@ std::vector<std::string> via_scenario_jump(const RemoteHost& remote) {
 // its own report, "Correlation coefficient r^2 < 0.9").
 std::vector<std::string> remote_run_command(const RemoteHost& remote, const fs::path& work,
                                             const std::string& subnet,
-                                            std::vector<std::string> sets) {
-  std::string image = std::string(ERNIC_SOURCE_DIR) + "/images/debian12-rdma.yaml";
-  std::vector<std::string> argv{
-      "ip",
-      "netns",
-      "exec",
-      remote.controller.name(),
-      ERNIC_BINARY,
-      "run",
-      std::string(ERNIC_SOURCE_DIR) + "/scenarios/two-guest-softroce.yaml",
-      "--runs-dir",
-      (work / "runs").string(),
-      "--output",
-      "text",
-      "--skip",
-      "pingpong*"};
-  sets.insert(sets.end(),
-              {"history.path=" + (work / "history.jsonl").string(),
-               "hosts.guest1.libvirt.image=" + image, "hosts.guest2.libvirt.image=" + image,
-               "libvirt.network.subnet=" + subnet, "benchmarks.bw.params.verb=[send]",
-               "benchmarks.bw.params.size=[4KiB]", "benchmarks.lat.params.verb=[send]"});
-  for (const std::string& set : sets) {
-    argv.insert(argv.end(), {"--set", set});
-  }
+                                            const std::vector<std::string>& sets) {
+  std::vector<std::string> argv{"ip", "netns", "exec", remote.controller.name(), ERNIC_BINARY};
+  const auto args = two_guest_run_args(work, subnet, "[4KiB]", sets);
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.end(), {"--skip", "pingpong*"});
   return argv;
 }
 
