@@ -98,7 +98,7 @@ class EmbeddedEmulator final : public EmulatorKind {
              .default_text = "2",
              .minimum = 1,
              .maximum = 64,
-             .or_list = placement_schema()},
+             .or_list = embedded_placement_schema()},
             {.name = "mesh_port",
              .kind = ValueKind::kInteger,
              .description = "Manager's mesh port; 0 picks a free one",
@@ -121,19 +121,12 @@ class EmbeddedEmulator final : public EmulatorKind {
     return schema;
   }
   int instance_count(const Config& config) const override {
-    const auto placed = placements_of(config);
+    const auto placed = embedded_placements(config);
     return placed.empty() ? static_cast<int>(config.integer("instances", 2))
                           : static_cast<int>(placed.size());
   }
   std::vector<std::string> placement_hosts(const Config& config) const override {
-    std::vector<std::string> hosts;
-    for (const auto& placement : placements_of(config)) {
-      if (!placement.local() &&
-          std::find(hosts.begin(), hosts.end(), placement.on) == hosts.end()) {
-        hosts.push_back(placement.on);
-      }
-    }
-    return hosts;
+    return placement_hosts_of(embedded_placements(config));
   }
   void check(const Config& config, const std::vector<std::string>& host_names,
              Diagnostics& out) const override {
@@ -169,9 +162,7 @@ class EmbeddedEmulator final : public EmulatorKind {
   std::unique_ptr<RunningEmulator> start(const Config& config, EmulatorContext& context) override {
     if (auto plan = placed_plan(config, context)) {
       if (context.bring_up) {
-        throw std::runtime_error(
-            "instances on other machines cannot be left running by up yet: `emulator.instances` "
-            "is a list (`on:`); `ernicctl run` starts and stops them, or give `up` a count");
+        throw std::runtime_error(kPlacedUpRefusal);
       }
       return start_placed(*plan, context);
     }
@@ -217,7 +208,7 @@ class EmbeddedEmulator final : public EmulatorKind {
   // The list form: the same settings, each instance where its entry says.
   std::optional<PlacedPlan> placed_plan(const Config& config,
                                         const EmulatorContext& context) const {
-    auto placements = placements_of(config);
+    auto placements = embedded_placements(config);
     if (placements.empty()) {
       return std::nullopt;
     }

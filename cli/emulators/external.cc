@@ -3,12 +3,10 @@
 #include "emulators/external.h"
 
 #include <fmt/format.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
 #include <cstdio>
-#include <deque>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -16,6 +14,8 @@
 
 #include "common/subprocess.h"
 #include "common/units.h"
+#include "emulators/external_placed.h"
+#include "emulators/external_running.h"
 #include "emulators/registry.h"
 
 namespace ernic {
@@ -67,27 +67,12 @@ ExternalSettings parse_external_settings(const Config& config) {
   return settings;
 }
 
-namespace {
-
-// What a host attached to the planned instance learns of it.
-HostFacts facts_of(const ExternalInstancePlan& plan) {
-  return {{"emulator_socket", plan.socket.string()},
-          {"emulator_instance", std::to_string(plan.id)},
-          {"emulator_role", plan.role},
-          {"emulator_mac", plan.mac},
-          {"emulator_gids", plan.gids},
-          {"emulator_guest_ip", plan.guest_ip},
-          {"emulator_tap", plan.tap}};
+std::filesystem::path external_socket_dir(const ExternalSettings& settings,
+                                          const std::string& run_token) {
+  return settings.socket_dir.empty()
+             ? std::filesystem::temp_directory_path() / fmt::format("ernic-ext-{}", run_token)
+             : std::filesystem::path(settings.socket_dir);
 }
-
-std::filesystem::path socket_dir_of(const ExternalSettings& settings,
-                                    const EmulatorContext& context) {
-  return settings.socket_dir.empty() ? std::filesystem::temp_directory_path() /
-                                           fmt::format("ernic-ext-{}", context.run_token)
-                                     : std::filesystem::path(settings.socket_dir);
-}
-
-}  // namespace
 
 std::vector<ExternalInstancePlan> plan_external_instances(const ExternalSettings& settings,
                                                           const std::filesystem::path& socket_dir,
@@ -124,6 +109,17 @@ std::vector<ExternalInstancePlan> plan_external_instances(const ExternalSettings
   return plans;
 }
 
+void check_socket_paths(const std::vector<ExternalInstancePlan>& plans) {
+  for (const auto& plan : plans) {
+    if (plan.socket.string().size() >= 108) {
+      throw std::runtime_error(
+          fmt::format("socket path {} is longer than a UNIX socket allows (107 bytes); "
+                      "set emulator.socket_dir to a shorter directory",
+                      plan.socket.string()));
+    }
+  }
+}
+
 namespace {
 
 std::string read_file(const std::filesystem::path& path) {
@@ -131,94 +127,54 @@ std::string read_file(const std::filesystem::path& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-std::string last_lines(const std::string& text, std::size_t count) {
-  std::deque<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    lines.push_back(line);
-    if (lines.size() > count) {
-      lines.pop_front();
-    }
-  }
-  std::string out;
-  for (const auto& line : lines) {
-    out += "    " + line + "\n";
-  }
-  return out;
-}
-
 bool socket_file_exists(const std::filesystem::path& path) {
   std::error_code error;
   return std::filesystem::is_socket(path, error);
 }
 
-struct Instance {
-  ExternalInstancePlan plan;
-  std::unique_ptr<Subprocess> process;
+// An instance spawned on this machine, as a child of ernicctl.
+class LocalInstance final : public ExternalInstance {
+ public:
+  LocalInstance(ExternalInstancePlan plan, std::unique_ptr<Subprocess> process)
+      : ExternalInstance(std::move(plan)), process_(std::move(process)) {}
 
-  std::string name() const {
-    return fmt::format("external emulator instance {} ({}, pid {})", plan.id, plan.role,
-                       process ? process->pid() : -1);
+  std::string name() const override {
+    return fmt::format("external emulator instance {} ({}, pid {})", plan_.id, plan_.role,
+                       process_->pid());
+  }
+  long pid() const override { return process_->pid(); }
+  Readiness readiness(const ExternalSettings& settings) override {
+    const std::regex pattern(settings.ready_pattern);
+    return {.socket = socket_file_exists(plan_.socket),
+            .logged = has_matching_line(read_file(plan_.log), pattern) ||
+                      has_matching_line(read_file(plan_.console), pattern)};
+  }
+  std::string ended() override {
+    if (process_->running()) {
+      return "";
+    }
+    process_->finish_output(std::chrono::milliseconds(500));
+    if (process_->term_signal() != 0) {
+      return fmt::format("was killed by signal {}", process_->term_signal());
+    }
+    return fmt::format("exited with status {}", process_->exit_code());
+  }
+  bool pause(Clock::time_point until) override {
+    return process_->wait_until(until) != Subprocess::WaitEnd::kInterrupted;
   }
   // The log file and the process's own output, whichever the server wrote to.
-  std::string log_tail() const {
+  std::string log_tail() override {
     std::string tail =
-        last_lines(read_file(plan.log), 10) + last_lines(read_file(plan.console), 10);
+        last_lines(read_file(plan_.log), 10) + last_lines(read_file(plan_.console), 10);
     return tail.empty() ? "    (no log output)\n" : tail;
   }
-  std::string exit_description() const {
-    if (process->term_signal() != 0) {
-      return fmt::format("was killed by signal {}", process->term_signal());
-    }
-    return fmt::format("exited with status {}", process->exit_code());
-  }
-  bool log_matches(const std::regex& pattern) const {
-    auto matches = [&](const std::string& text) {
-      std::istringstream in(text);
-      for (std::string line; std::getline(in, line);) {
-        if (std::regex_search(line, pattern)) {
-          return true;
-        }
-      }
-      return false;
-    };
-    return matches(read_file(plan.log)) || matches(read_file(plan.console));
-  }
+  void stop(std::chrono::milliseconds grace) override { process_->terminate(grace); }
+  bool may_outlive_ernicctl() const override { return process_->may_outlive_ernicctl(); }
+  void release() override { process_->release(); }
+
+ private:
+  std::unique_ptr<Subprocess> process_;
 };
-
-using Instances = std::vector<std::shared_ptr<Instance>>;
-
-void wait_ready(Instance& instance, const ExternalSettings& settings,
-                std::chrono::steady_clock::time_point deadline) {
-  const std::regex pattern(settings.ready_pattern);
-  while (true) {
-    bool socket_there = socket_file_exists(instance.plan.socket);
-    bool logged = instance.log_matches(pattern);
-    if (socket_there && logged) {
-      return;
-    }
-    if (!instance.process->running()) {
-      instance.process->finish_output();
-      throw std::runtime_error(fmt::format("{} {} before it was ready; last log lines:\n{}",
-                                           instance.name(), instance.exit_description(),
-                                           instance.log_tail()));
-    }
-    auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) {
-      throw std::runtime_error(
-          fmt::format("{} was not ready within {}: socket {} {}, {} line matching '{}' in its log; "
-                      "last log lines:\n{}",
-                      instance.name(), format_duration(settings.ready_timeout),
-                      instance.plan.socket.string(), socket_there ? "exists" : "does not exist",
-                      logged ? "a" : "no", settings.ready_pattern, instance.log_tail()));
-    }
-    // Doubles as the poll interval: returns early when the process exits.
-    if (instance.process->wait_until(std::min(deadline, now + std::chrono::milliseconds(50))) ==
-        Subprocess::WaitEnd::kInterrupted) {
-      throw std::runtime_error(fmt::format("interrupted while waiting for {}", instance.name()));
-    }
-  }
-}
 
 std::string version_of(const std::string& binary) {
   try {
@@ -242,85 +198,6 @@ std::string version_of(const std::string& binary) {
   }
 }
 
-nlohmann::json manifest_of(const Instances& instances) {
-  nlohmann::json list = nlohmann::json::array();
-  for (const auto& instance : instances) {
-    list.push_back({{"id", instance->plan.id},
-                    {"role", instance->plan.role},
-                    {"pid", instance->process->pid()},
-                    {"mac", instance->plan.mac},
-                    {"socket", instance->plan.socket.string()},
-                    {"gids", instance->plan.gids},
-                    {"log", instance->plan.log.string()},
-                    {"stats", instance->plan.stats.string()},
-                    // Filled in by whoever attaches a guest (`ernicctl up`).
-                    {"vm", {{"attached", false}}}});
-  }
-  return {{"instances", list}};
-}
-
-class RunningExternal final : public RunningEmulator {
- public:
-  RunningExternal(ExternalSettings settings, Instances instances, std::string version)
-      : settings_(std::move(settings)),
-        instances_(std::move(instances)),
-        version_(std::move(version)) {}
-
-  std::string check_alive() override {
-    std::string report;
-    for (const auto& instance : instances_) {
-      if (!instance->process->running()) {
-        instance->process->finish_output(std::chrono::milliseconds(500));
-        report += fmt::format("{}{} {}; last log lines:\n{}", report.empty() ? "" : "\n",
-                              instance->name(), instance->exit_description(), instance->log_tail());
-      }
-    }
-    return report;
-  }
-  int instance_count() const override { return static_cast<int>(instances_.size()); }
-  HostFacts facts_for(int id) const override {
-    for (const auto& instance : instances_) {
-      if (instance->plan.id == id) {
-        return facts_of(instance->plan);
-      }
-    }
-    throw std::out_of_range(fmt::format("no emulator instance {}", id));
-  }
-  nlohmann::json manifest() const override { return manifest_of(instances_); }
-  bool detach() override {
-    // Only instances started for `ernicctl up` can outlive ernicctl.
-    for (const auto& instance : instances_) {
-      if (!instance->process->may_outlive_ernicctl()) {
-        return false;
-      }
-    }
-    for (const auto& instance : instances_) {
-      instance->process->release();
-    }
-    return true;
-  }
-  nlohmann::json record() const override {
-    nlohmann::json list = nlohmann::json::array();
-    for (const auto& instance : instances_) {
-      list.push_back({{"id", instance->plan.id},
-                      {"role", instance->plan.role},
-                      {"mac", instance->plan.mac},
-                      {"gids", instance->plan.gids},
-                      {"log", instance->plan.log.filename().string()},
-                      {"stats", instance->plan.stats.filename().string()}});
-    }
-    nlohmann::json record = {
-        {"kind", "external"}, {"binary", settings_.binary}, {"instances", list}};
-    record["version"] = version_.empty() ? nlohmann::json(nullptr) : nlohmann::json(version_);
-    return record;
-  }
-
- private:
-  ExternalSettings settings_;
-  Instances instances_;
-  std::string version_;
-};
-
 const ObjectSchema& external_schema() {
   static const ObjectSchema schema{
       .description = "",
@@ -331,10 +208,13 @@ const ObjectSchema& external_schema() {
            .required = true},
           {.name = "instances",
            .kind = ValueKind::kInteger,
-           .description = "Instances: instance 1 is the manager, the rest workers",
+           .description = "Instances: instance 1 is the manager, the rest workers; a count (all "
+                          "on this machine) or a list placing each on a host ({on: HOST, bind: "
+                          "ADDRESS, binary: PATH})",
            .default_text = "2",
            .minimum = 1,
-           .maximum = 64},
+           .maximum = 64,
+           .or_list = external_placement_schema()},
           {.name = "mesh_port",
            .kind = ValueKind::kInteger,
            .description = "Manager's mesh port",
@@ -397,23 +277,34 @@ class ExternalEmulator final : public EmulatorKind {
  public:
   std::string_view name() const override { return "external"; }
   std::string_view description() const override {
-    return "The rocm-ernic server (binary): a manager and workers over its TCP mesh on this "
-           "machine";
+    return "The rocm-ernic server (binary): a manager and workers over its TCP mesh, on this "
+           "machine or placed on the scenario's hosts";
   }
   const ObjectSchema& schema() const override { return external_schema(); }
   int instance_count(const Config& config) const override {
-    return static_cast<int>(config.integer("instances", 2));
+    const auto placed = external_placements(config);
+    return placed.empty() ? static_cast<int>(config.integer("instances", 2))
+                          : static_cast<int>(placed.size());
+  }
+  std::vector<std::string> placement_hosts(const Config& config) const override {
+    return placement_hosts_of(external_placements(config));
+  }
+  void check(const Config& config, const std::vector<std::string>& host_names,
+             Diagnostics& out) const override {
+    check_placements(config, host_names, out);
+    check_external_placements(config, out);
   }
   std::vector<std::string> describe(const Config& config,
                                     const EmulatorContext& context) const override {
     ExternalSettings settings = parse_external_settings(config);
+    if (auto placements = external_placements(config); !placements.empty()) {
+      return describe_placed_external(settings, placements, context);
+    }
     std::vector<std::string> lines;
-    for (const auto& plan : plan_external_instances(settings, socket_dir_of(settings, context),
-                                                    context.run_dir / "emulator")) {
-      CommandSpec spec{.argv = {}, .timeout = {}, .env = plan.env};
-      for (const auto& arg : plan.argv) {
-        spec.argv.push_back(arg);
-      }
+    for (const auto& plan :
+         plan_external_instances(settings, external_socket_dir(settings, context.run_token),
+                                 context.run_dir / "emulator")) {
+      CommandSpec spec{.argv = plan.argv, .timeout = {}, .env = plan.env};
       lines.push_back(spec.display());
     }
     return lines;
@@ -421,10 +312,14 @@ class ExternalEmulator final : public EmulatorKind {
   HostFacts planned_facts(const Config& config, const EmulatorContext& context,
                           int instance) const override {
     ExternalSettings settings = parse_external_settings(config);
-    for (const auto& plan : plan_external_instances(settings, socket_dir_of(settings, context),
-                                                    context.run_dir / "emulator")) {
+    if (auto placements = external_placements(config); !placements.empty()) {
+      return planned_placed_external_facts(settings, placements, context, instance);
+    }
+    for (const auto& plan :
+         plan_external_instances(settings, external_socket_dir(settings, context.run_token),
+                                 context.run_dir / "emulator")) {
       if (plan.id == instance) {
-        return facts_of(plan);
+        return external_facts(plan);
       }
     }
     return {};
@@ -436,11 +331,17 @@ class ExternalEmulator final : public EmulatorKind {
       throw std::runtime_error(
           "emulator.binary is required for kind external (the rocm-ernic server)");
     }
+    if (auto placements = external_placements(config); !placements.empty()) {
+      if (context.bring_up) {
+        throw std::runtime_error(kPlacedUpRefusal);
+      }
+      return start_placed_external(settings, placements, context);
+    }
     if (::access(settings.binary.c_str(), X_OK) != 0) {
       throw std::runtime_error(
           fmt::format("emulator.binary {} is not an executable file", settings.binary));
     }
-    auto socket_dir = socket_dir_of(settings, context);
+    auto socket_dir = external_socket_dir(settings, context.run_token);
     auto log_dir = context.run_dir / "emulator";
     std::filesystem::create_directories(log_dir);
     if (!std::filesystem::exists(socket_dir)) {
@@ -449,58 +350,43 @@ class ExternalEmulator final : public EmulatorKind {
                             [socket_dir] { std::filesystem::remove_all(socket_dir); });
     }
     auto plans = plan_external_instances(settings, socket_dir, log_dir);
-    for (const auto& plan : plans) {
-      if (plan.socket.string().size() >= 108) {
-        throw std::runtime_error(
-            fmt::format("socket path {} is longer than a UNIX socket allows (107 bytes); "
-                        "set emulator.socket_dir to a shorter directory",
-                        plan.socket.string()));
-      }
-    }
+    check_socket_paths(plans);
     std::string version = version_of(settings.binary);
-    Instances instances;
-    auto stop_all = [&instances, &settings] {
-      for (const auto& instance : instances) {
-        instance->process->terminate(settings.stop_timeout);
-      }
-    };
+    ExternalInstances instances;
     try {
-      auto deadline_from_now = [&] {
-        return std::chrono::steady_clock::now() + settings.ready_timeout;
-      };
       // The manager first: workers connect to it.
       for (auto& plan : plans) {
-        auto instance = std::make_shared<Instance>();
-        instance->plan = std::move(plan);
-        std::filesystem::remove(instance->plan.socket);  // a stale socket would read as ready
+        std::filesystem::remove(plan.socket);  // a stale socket would read as ready
         // Output goes to a file, not a pipe: an instance `ernicctl up` leaves running keeps
         // printing after ernicctl is gone.
-        instance->process = Subprocess::spawn({.argv = instance->plan.argv,
-                                               .env = instance->plan.env,
-                                               .netns_path = "",
-                                               .stdin_file = "",
-                                               .output_file = instance->plan.console.string(),
-                                               .may_outlive_ernicctl = context.bring_up},
-                                              {});
+        auto process = Subprocess::spawn({.argv = plan.argv,
+                                          .env = plan.env,
+                                          .netns_path = "",
+                                          .stdin_file = "",
+                                          .output_file = plan.console.string(),
+                                          .may_outlive_ernicctl = context.bring_up},
+                                         {});
+        auto instance = std::make_shared<LocalInstance>(std::move(plan), std::move(process));
         instances.push_back(instance);
-        context.cleanup->push(
-            fmt::format("stop {}", instance->name()),
-            [instance, stop = settings.stop_timeout] { instance->process->terminate(stop); });
-        if (instance->plan.id == 1) {
-          wait_ready(*instance, settings, deadline_from_now());
+        context.cleanup->push(fmt::format("stop {}", instance->name()),
+                              [instance, stop = settings.stop_timeout] { instance->stop(stop); });
+        if (instance->plan().id == 1) {
+          wait_ready(*instance, settings, Clock::now() + settings.ready_timeout);
         }
       }
-      auto deadline = deadline_from_now();
+      auto deadline = Clock::now() + settings.ready_timeout;
       for (std::size_t i = 1; i < instances.size(); ++i) {
         wait_ready(*instances[i], settings, deadline);
       }
     } catch (...) {
-      stop_all();
+      for (const auto& instance : instances) {
+        instance->stop(settings.stop_timeout);
+      }
       throw;
     }
-    std::ofstream(context.run_dir / "instances.json") << manifest_of(instances).dump(2) << "\n";
-    return std::make_unique<RunningExternal>(std::move(settings), std::move(instances),
-                                             std::move(version));
+    std::ofstream(context.run_dir / "instances.json")
+        << external_manifest(instances).dump(2) << "\n";
+    return running_external(std::move(settings), std::move(instances), std::move(version));
   }
 };
 

@@ -49,6 +49,7 @@ struct ExternalInstancePlan {
   std::filesystem::path console;  // what the server prints on stdout and stderr
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env;
+  std::string on;  // the host it is placed on (the list form); empty for `instances: N`
 };
 
 // Command line and environment of every instance. Sockets go to `socket_dir`, logs and stats to
@@ -56,5 +57,11 @@ struct ExternalInstancePlan {
 std::vector<ExternalInstancePlan> plan_external_instances(const ExternalSettings& settings,
                                                           const std::filesystem::path& socket_dir,
                                                           const std::filesystem::path& log_dir);
+
+// Where the sockets go: `socket_dir`, or a short per-run directory under /tmp.
+std::filesystem::path external_socket_dir(const ExternalSettings& settings,
+                                          const std::string& run_token);
+// Throws when a socket path is longer than a UNIX socket allows (107 bytes).
+void check_socket_paths(const std::vector<ExternalInstancePlan>& plans);
 
 }  // namespace ernic

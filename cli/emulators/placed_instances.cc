@@ -3,14 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <regex>
-#include <thread>
 
-#include "common/edit_distance.h"
 #include "common/interrupt.h"
 #include "common/version.h"
 #include "hosts/local_host.h"
@@ -23,45 +20,10 @@ namespace fs = std::filesystem;
 
 // A remote stats read is an SSH round trip: liveness checks read them this often at most.
 constexpr auto kStatsInterval = std::chrono::seconds(2);
-constexpr auto kHelperTimeout = std::chrono::seconds(30);
 constexpr auto kStopGrace = std::chrono::milliseconds(2000);
 
 std::string our_version_line() {
   return fmt::format("ernicctl {} ({})", ernic_version(), ernic_git_sha());
-}
-
-std::string trimmed(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {
-    text.pop_back();
-  }
-  return text;
-}
-
-// A helper command on a host, run to its end even while Ctrl-C tears the run down (a wait()
-// would stop it on an interrupt, and teardown needs its copies and removals done). Bounded by
-// `timeout`.
-CommandResult run_to_end(Host& host, std::vector<std::string> argv,
-                         std::chrono::milliseconds timeout = kHelperTimeout) {
-  auto command =
-      host.start(CommandSpec{.argv = std::move(argv), .timeout = timeout, .env = {}}, nullptr);
-  const auto deadline = Clock::now() + timeout;
-  while (command->running() && Clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return command->wait(Clock::now());
-}
-
-// The directory of the run's instances on `on`: this machine's, or one per other host beside it
-// (hosts that share this filesystem, such as namespaces, must not share it).
-std::string dir_on(const PlacedPlan& plan, const std::string& on) {
-  if (on == kThisMachine) {
-    return plan.common.dir.string();
-  }
-  std::string safe;
-  for (char c : on.substr(0, 24)) {
-    safe += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
-  }
-  return fmt::format("{}-{}", plan.common.dir.string(), safe);
 }
 
 // The instance's configuration on its machine: files in that machine's directory, its own
@@ -69,7 +31,7 @@ std::string dir_on(const PlacedPlan& plan, const std::string& on) {
 emu::SupervisorConfig config_on(const PlacedPlan& plan, const Placement& placement,
                                 const std::string& bind) {
   emu::SupervisorConfig config = plan.common;
-  config.dir = dir_on(plan, placement.on);
+  config.dir = machine_dir(plan.common.dir.string(), placement.on);
   config.bind = bind;
   config.token_file.clear();
   config.log_to_stderr = true;
@@ -102,8 +64,8 @@ std::string planned_bind(const PlacedPlan& plan, const Placement& placement,
 }
 
 std::vector<std::string> ernicctl_candidates(const Placement& placement) {
-  if (!placement.ernicctl.empty()) {
-    return {placement.ernicctl};
+  if (!placement.program.empty()) {
+    return {placement.program};
   }
   return {"ernicctl", own_executable()};
 }
@@ -111,30 +73,6 @@ std::vector<std::string> ernicctl_candidates(const Placement& placement) {
 std::string planned_ernicctl(const Placement& placement) {
   return placement.local() ? own_executable() : fmt::format("<ernicctl on {}>", placement.on);
 }
-
-// The instance's log as it arrives (its stderr over SSH, or a child's), kept in the run
-// directory; the first lines stay in memory for the manager's port.
-class LogFile final : public OutputSink {
- public:
-  explicit LogFile(const fs::path& path) : out_(path, std::ios::app) {}
-  void on_output(OutputStream /*stream*/, std::string_view data) override {
-    std::lock_guard lock(mutex_);
-    out_.write(data.data(), static_cast<std::streamsize>(data.size()));
-    out_.flush();
-    if (head_.size() < 64 * 1024) {
-      head_.append(data);
-    }
-  }
-  std::string head() {
-    std::lock_guard lock(mutex_);
-    return head_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::ofstream out_;
-  std::string head_;
-};
 
 struct StartedInstance {
   Placement placement;
@@ -144,7 +82,7 @@ struct StartedInstance {
   bool copied = false;  // ernicctl was uploaded to its machine
   bool ready = false;
   double start_s = 0;  // start to ready
-  std::shared_ptr<LogFile> log;
+  std::shared_ptr<InstanceLog> log;
   std::unique_ptr<RunningCommand> command;  // after `log`: destroyed before it
 };
 
@@ -164,31 +102,16 @@ std::map<std::string, std::string> stats_of(StartedInstance& instance) {
   return read.ok() ? emu::Supervisor::parse_stats(read.out) : std::map<std::string, std::string>{};
 }
 
-// Teardown of one machine's directory: its instances' final stats into the run directory, then
-// the directory (token, sockets, a copied ernicctl) removed.
-void collect_and_remove(PlacedState& state, Host& host, const std::string& on,
-                        const std::string& dir, const fs::path& kept) {
-  std::string missed;
+// What teardown keeps of one machine's instances: their final stats.
+std::vector<std::string> kept_stats(PlacedState& state, const std::string& on) {
+  std::lock_guard lock(state.mutex);
+  std::vector<std::string> files;
   for (auto& instance : state.instances) {
-    if (instance->placement.on != on || !instance->ready) {
-      continue;
-    }
-    CommandResult read = run_to_end(host, {"cat", instance->info.stats.string()});
-    if (read.ok()) {
-      std::ofstream(kept / instance->info.stats.filename()) << read.out;
-    } else {
-      missed += fmt::format("{}{} ({})", missed.empty() ? "" : ", ", instance->info.stats.string(),
-                            read.describe());
+    if (instance->placement.on == on && instance->ready) {
+      files.push_back(instance->info.stats.string());
     }
   }
-  CommandResult removed = run_to_end(host, {"rm", "-rf", dir});
-  if (!removed.ok()) {
-    throw std::runtime_error(
-        fmt::format("rm -rf {} on {}: {}{}", dir, on, removed.describe(), trimmed(removed.err)));
-  }
-  if (!missed.empty()) {
-    throw std::runtime_error("could not copy " + missed);
-  }
+  return files;
 }
 
 // The ernicctl that runs the instances on `host`: one that prints our version, else ours copied
@@ -340,54 +263,18 @@ void launch(StartedInstance& instance, const PlacedPlan& plan, const std::string
 
 }  // namespace
 
-std::shared_ptr<const ObjectSchema> placement_schema() {
-  static const auto schema = std::make_shared<const ObjectSchema>(ObjectSchema{
-      .description = "One instance, in id order (the first is the manager)",
-      .fields = {
-          {.name = "on",
-           .kind = ValueKind::kString,
-           .description = "Host of the scenario that runs it (through that host's connection), "
-                          "or local: this machine",
-           .default_text = kThisMachine},
-          {.name = "bind",
-           .kind = ValueKind::kIpv4,
-           .description = "Mesh address the other instances reach it at; by default its host's "
-                          "address (local: the emulator's bind)"},
-          {.name = "ernicctl",
-           .kind = ValueKind::kString,
-           .description = "ernicctl on that host; by default `ernicctl` in its PATH, then this "
-                          "ernicctl's path; this ernicctl is copied there when neither prints "
-                          "its version"},
-      }});
+std::shared_ptr<const ObjectSchema> embedded_placement_schema() {
+  static const auto schema = placement_schema(
+      "ernicctl",
+      "ernicctl on that host; by default `ernicctl` in its PATH, then this ernicctl's path; this "
+      "ernicctl is copied there when neither prints its version",
+      "Mesh address the other instances reach it at; by default its host's address (local: the "
+      "emulator's bind)");
   return schema;
 }
 
-std::vector<Placement> placements_of(const Config& emulator) {
-  std::vector<Placement> placements;
-  for (const Config& entry : emulator.objects("instances")) {
-    placements.push_back(Placement{.id = static_cast<int>(placements.size()) + 1,
-                                   .on = entry.text("on", kThisMachine),
-                                   .bind = entry.text("bind", ""),
-                                   .ernicctl = entry.text("ernicctl", "")});
-  }
-  return placements;
-}
-
-void check_placements(const Config& emulator, const std::vector<std::string>& host_names,
-                      Diagnostics& out) {
-  std::vector<std::string> known = host_names;
-  known.emplace_back(kThisMachine);
-  for (const Config& entry : emulator.objects("instances")) {
-    const std::string on = entry.text("on", kThisMachine);
-    if (std::find(known.begin(), known.end(), on) != known.end()) {
-      continue;
-    }
-    std::string message = fmt::format("no host named '{}' to run the instance on", on);
-    if (auto guess = closest_match(on, known); !guess.empty()) {
-      message += fmt::format("; did you mean '{}'?", guess);
-    }
-    out.push_back(entry.diagnostic("on", message));
-  }
+std::vector<Placement> embedded_placements(const Config& emulator) {
+  return placements_of(emulator, "ernicctl");
 }
 
 std::string own_executable() {
@@ -413,7 +300,7 @@ std::vector<std::string> describe_placed(const PlacedPlan& plan, const EmulatorC
   std::string manager;
   for (const Placement& placement : plan.placements) {
     const std::string prefix = placement.local() ? "" : fmt::format("on {}: ", placement.on);
-    const std::string dir = dir_on(plan, placement.on);
+    const std::string dir = machine_dir(plan.common.dir.string(), placement.on);
     if (std::find(prepared.begin(), prepared.end(), placement.on) == prepared.end()) {
       prepared.push_back(placement.on);
       lines.push_back(fmt::format("{}mkdir -p -m 0700 {}", prefix, dir));
@@ -464,25 +351,12 @@ std::unique_ptr<RunningEmulator> start_placed(const PlacedPlan& plan, EmulatorCo
       throw std::runtime_error(
           fmt::format("interrupted before emulator instance {} started", placement.id));
     }
-    Host* host = placement.local() ? &state->this_machine
-                                   : (context.host ? context.host(placement.on) : nullptr);
-    if (host == nullptr) {
-      throw std::logic_error(fmt::format("host {} of emulator instance {} was not created first",
-                                         placement.on, placement.id));
-    }
-    const std::string dir = dir_on(plan, placement.on);
+    Host* host = &placement_host(placement, context, state->this_machine);
+    const std::string dir = machine_dir(plan.common.dir.string(), placement.on);
     if (!prepared.contains(placement.on)) {
-      CommandResult made = run_to_end(*host, {"mkdir", "-p", "-m", "0700", dir});
-      if (!made.ok()) {
-        throw std::runtime_error(fmt::format("cannot create {} on {}: {} {}", dir, placement.on,
-                                             made.describe(), trimmed(made.err)));
-      }
-      context.cleanup->push(
-          fmt::format("copy the stats of the emulator instances on {} into {} and remove {}",
-                      placement.on, (plan.run_dir / "emulator").string(), dir),
-          [state, host, on = placement.on, dir, kept = plan.run_dir / "emulator"] {
-            collect_and_remove(*state, *host, on, dir, kept);
-          });
+      prepare_machine_dir(
+          *host, placement.on, dir, plan.run_dir / "emulator",
+          [state, on = placement.on] { return kept_stats(*state, on); }, *context.cleanup);
       host->upload(plan.common.token, dir + "/mesh.token", 0600);
       Prepared ready;
       ready.ernicctl =
@@ -504,7 +378,7 @@ std::unique_ptr<RunningEmulator> start_placed(const PlacedPlan& plan, EmulatorCo
     instance->host = host;
     instance->ernicctl = prepared[placement.on].ernicctl;
     instance->copied = prepared[placement.on].copied;
-    instance->log = std::make_shared<LogFile>(instance->info.log);
+    instance->log = std::make_shared<InstanceLog>(instance->info.log);
     StartedInstance& started = *instance;
     std::size_t index = 0;
     {

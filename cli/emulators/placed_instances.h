@@ -8,28 +8,15 @@
 #include <vector>
 
 #include "emulators/emulator_kind.h"
+#include "emulators/instance_machines.h"
 #include "supervisor.h"
 
 namespace ernic {
 
-// What the `on:` of an instance says for this machine (also the default).
-inline constexpr const char* kThisMachine = "local";
-
-struct Placement {
-  int id = 0;            // 1 = the manager
-  std::string on;        // a host of the scenario, or kThisMachine
-  std::string bind;      // mesh address the others reach it at; "" = its host's address
-  std::string ernicctl;  // the program on that host; "" = `ernicctl` in its PATH, then ours
-  bool local() const { return on == kThisMachine; }
-};
-
-// The schema of one entry of the list.
-std::shared_ptr<const ObjectSchema> placement_schema();
-// The entries of the list form, in id order; empty for `instances: N`.
-std::vector<Placement> placements_of(const Config& emulator);
-// An `on:` that names no host of the scenario: located, with "did you mean".
-void check_placements(const Config& emulator, const std::vector<std::string>& host_names,
-                      Diagnostics& out);
+// The schema of one entry of the embedded kind's list (on, bind, ernicctl).
+std::shared_ptr<const ObjectSchema> embedded_placement_schema();
+// The entries of the embedded kind's list form; empty for `instances: N`.
+std::vector<Placement> embedded_placements(const Config& emulator);
 
 // The path of the running ernicctl.
 std::string own_executable();

@@ -102,8 +102,10 @@ TEST_CASE("placed instances: `up` refuses them before starting anything", "[emul
                           .host = {}};
   EmulatorKind* kind = platform.emulator_kind("embedded");
   CHECK_THROWS_WITH(kind->start(loaded.scenario->emulator.config, context),
-                    Catch::Contains("instances on other machines cannot be left running by up "
-                                    "yet"));
+                    Catch::Contains("instances on other machines cannot be left running by "
+                                    "`ernicctl up` yet") &&
+                        Catch::Contains("use `ernicctl run`") &&
+                        Catch::Contains("--set emulator.instances=N"));
   CHECK(cleanup.size() == 0);
   CHECK_FALSE(std::filesystem::exists(context.run_dir));
 }

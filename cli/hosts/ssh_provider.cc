@@ -57,6 +57,10 @@ const ObjectSchema& build_host_schema() {
     policy.default_text = "strict";
     FieldSchema jump = field("jump", ValueKind::kObject, "Reach the host through this jump host");
     jump.object = endpoint_schema(true);
+    FieldSchema jump_known_hosts =
+        field("jump_known_hosts", ValueKind::kString,
+              "known_hosts file the jump host's key is verified against (under host_key_policy)");
+    jump_known_hosts.default_text = "known_hosts";
     FieldSchema connect_timeout = field("connect_timeout", ValueKind::kDuration,
                                         "Limit for connecting, key exchange and authentication");
     connect_timeout.default_text = "10s";
@@ -68,8 +72,8 @@ const ObjectSchema& build_host_schema() {
               "A host that does not run `true` within this is declared gone "
               "and the run stops");
     alive_timeout.default_text = "5s";
-    ssh->fields.insert(ssh->fields.end(),
-                       {known_hosts, policy, jump, connect_timeout, keepalive, alive_timeout});
+    ssh->fields.insert(ssh->fields.end(), {known_hosts, policy, jump, jump_known_hosts,
+                                           connect_timeout, keepalive, alive_timeout});
     FieldSchema ssh_field = field("ssh", ValueKind::kObject, "SSH connection settings");
     ssh_field.object = ssh;
     FieldSchema facts = field("facts", ValueKind::kStringMap,
@@ -128,6 +132,9 @@ SshConnectOptions ssh_options_from_spec(const HostSpec& spec) {
   options.host_key_policy = *parse_host_key_policy(ssh.text("host_key_policy", "strict"));
   if (ssh.has("jump")) {
     options.jump = EntryReader(spec.name, "ssh.jump.").endpoint(ssh.object("jump"), "");
+    options.jump_known_hosts = expand_home(ssh.text("jump_known_hosts", ""));
+  } else if (ssh.has("jump_known_hosts")) {
+    reader.fail("jump_known_hosts", "given without ssh.jump: there is no jump host to verify");
   }
   options.connect_timeout = ssh.duration("connect_timeout", std::chrono::seconds(10));
   options.keepalive = ssh.duration("keepalive", std::chrono::seconds(5));

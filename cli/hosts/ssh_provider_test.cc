@@ -54,6 +54,7 @@ ssh:
   known_hosts: /keys/known_hosts
   host_key_policy: accept-new
   jump: {host: gw.example, user: jumper, key: /keys/jump}
+  jump_known_hosts: /keys/jump_known_hosts
   connect_timeout: 3s
   keepalive: 500ms
   alive_timeout: 2s
@@ -69,6 +70,7 @@ ssh:
   CHECK(options.jump->host == "gw.example");
   CHECK(options.jump->port == 22);
   CHECK(options.jump->user == "jumper");
+  CHECK(options.jump_known_hosts == "/keys/jump_known_hosts");
   CHECK(options.connect_timeout == std::chrono::seconds(3));
   CHECK(options.keepalive == std::chrono::milliseconds(500));
   CHECK(options.alive_timeout == std::chrono::seconds(2));
@@ -83,6 +85,7 @@ TEST_CASE("ssh host entries have defaults and named errors", "[ssh]") {
   CHECK(defaults.connect_timeout == std::chrono::seconds(10));
   CHECK(defaults.keepalive == std::chrono::seconds(5));
   CHECK_FALSE(defaults.jump);
+  CHECK(defaults.jump_known_hosts.empty());  // the jump's key is checked against known_hosts
 
   setenv("HOME", "/home/tester", 1);
   CHECK(ssh_options_from_spec(spec_of("{name: g, address: a, ssh: {key: ~/.ssh/id}}")).target.key ==
@@ -101,6 +104,8 @@ TEST_CASE("ssh host entries have defaults and named errors", "[ssh]") {
         "'often'\n");
   CHECK(error_of(spec_of("{name: g7, address: a, ssh: {jump: {user: x}}}")) ==
         "host g7: ssh.jump.host: no address to connect to: give the host an address or ssh.host");
+  CHECK(error_of(spec_of("{name: g8, address: a, ssh: {jump_known_hosts: /k}}")) ==
+        "host g8: ssh.jump_known_hosts: given without ssh.jump: there is no jump host to verify");
 }
 
 TEST_CASE("ssh provider is registered with its schema", "[ssh]") {
@@ -112,7 +117,7 @@ TEST_CASE("ssh provider is registered with its schema", "[ssh]") {
   REQUIRE(ssh != nullptr);
   REQUIRE(ssh->object);
   for (const char* key : {"host", "port", "user", "key", "known_hosts", "host_key_policy", "jump",
-                          "connect_timeout", "keepalive", "alive_timeout"}) {
+                          "jump_known_hosts", "connect_timeout", "keepalive", "alive_timeout"}) {
     CAPTURE(key);
     CHECK(ssh->object->find(key) != nullptr);
   }

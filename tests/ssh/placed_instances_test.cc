@@ -7,86 +7,38 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "placed_support.h"
 #include "sshd_fixture.h"
 
 namespace ernic {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::NamespaceLink;
-using testing::SshdInNamespace;
 
-std::string read_text(const fs::path& file) {
-  std::ifstream in(file);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
+using testing::read_text;
 
-// Processes whose command line contains `needle` (arguments joined by spaces), with their pids:
-// the namespaces share this machine's process table.
+// Processes of the embedded emulator (`ernicctl emulator ...`) whose command line holds `needle`.
 std::vector<std::pair<pid_t, std::string>> processes_with(const std::string& needle) {
-  std::vector<std::pair<pid_t, std::string>> found;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) {
-      continue;
-    }
-    std::string line = read_text(entry.path() / "cmdline");
-    std::replace(line.begin(), line.end(), '\0', ' ');
-    if (line.find(needle) != std::string::npos && line.find(" emulator ") != std::string::npos) {
-      found.emplace_back(static_cast<pid_t>(std::stoi(name)), line);
-    }
-  }
-  return found;
+  return testing::processes_with(needle, " emulator ");
 }
 
-struct TwoMachines {
+struct TwoMachines : testing::TwoMachineFixture {
   TwoMachines() {
-    std::ofstream(known_hosts()) << a.sshd.known_hosts_line() << "\n"
-                                 << b.sshd.known_hosts_line() << "\n";
     // An ernicctl of another version first in B's list: the check refuses it and ours is copied.
     std::ofstream(old_ernicctl()) << "#!/bin/sh\necho 'ernicctl 0.0.1 (old)'\n";
     fs::permissions(old_ernicctl(), fs::perms::owner_all);
   }
-  fs::path work() const { return a.sshd.directory(); }
-  fs::path known_hosts() const { return work() / "both_known_hosts"; }
   fs::path old_ernicctl() const { return work() / "old-ernicctl"; }
-
-  std::string host_entry(const std::string& name, const std::string& address,
-                         const testing::SshdServer& sshd, int instance) const {
-    return "  - name: " + name + "\n    provider: ssh\n    address: " + address +
-           "\n    instance: " + std::to_string(instance) + "\n    ssh: {host: " + sshd.address() +
-           ", user: root, key: " + sshd.client_key().string() +
-           ", known_hosts: " + known_hosts().string() +
-           ", connect_timeout: 5s, keepalive: 2s, alive_timeout: 3s}\n";
-  }
 
   // Load generators on A (server) and B (client), each on its own machine's instance.
   std::string scenario(const std::string& name, const std::string& benchmarks) const {
-    std::string text = "version: 1\nname: " + name +
-                       "\nrunner: local\n"
-                       "emulator:\n  kind: embedded\n  instances:\n"
-                       "    - {on: A, bind: " +
-                       link.a_address() + "}\n    - {on: B, bind: " + link.b_address() +
-                       ", ernicctl: " + old_ernicctl().string() + "}\nhosts:\n" +
-                       host_entry("A", link.a_address(), a.sshd, 1) +
-                       host_entry("B", link.b_address(), b.sshd, 2) + "benchmarks:\n" + benchmarks +
-                       "history: {path: " + (work() / "history.jsonl").string() + "}\n";
-    std::ofstream(work() / (name + ".yaml")) << text;
-    return (work() / (name + ".yaml")).string();
+    return write_scenario(name,
+                          "emulator:\n  kind: embedded\n  instances:\n"
+                          "    - {on: A, bind: " +
+                              link.a_address() + "}\n    - {on: B, bind: " + link.b_address() +
+                              ", ernicctl: " + old_ernicctl().string() + "}\n",
+                          benchmarks);
   }
-  std::vector<std::string> run_args(const std::string& file) const {
-    return {ERNIC_BINARY, "run", file, "--runs-dir", (work() / "runs").string()};
-  }
-  fs::path run_dir() const {
-    for (const auto& entry : fs::directory_iterator(work() / "runs")) {
-      return entry.path();
-    }
-    return {};
-  }
-
-  SshdInNamespace a;
-  SshdInNamespace b;
-  NamespaceLink link{a.ns, b.ns};
 };
 
 // The quickstart's bandwidth and latency sweeps, shortened.
@@ -103,22 +55,14 @@ const std::string kLongPoint =
     "  - name: long\n    tool: perftest\n    server: A\n    client: B\n"
     "    params: {verb: write, mode: bw, size: 64KiB, duration: 40s}\n    timeout: 90s\n";
 
-// Waits until a process matching `needle` exists (or `run` ended); its pid, or 0.
+// Waits until an instance matching `needle` exists (or `run` ended); its pid, or 0.
 pid_t wait_for_instance(const std::string& needle, pid_t run) {
-  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < give_up &&
-         testing::wait_program(run, std::chrono::milliseconds(10)) == -1) {
-    if (auto found = processes_with(needle); !found.empty()) {
-      return found.front().first;
-    }
-  }
-  return 0;
+  return testing::wait_for_process(needle, " emulator ", run);
 }
 
 // The run's token, from an instance's socket path /tmp/ernic-TOKEN-HOST/ernicN.sock.
 std::string token_of(pid_t instance) {
-  std::string line = read_text(fs::path("/proc") / std::to_string(instance) / "cmdline");
-  std::replace(line.begin(), line.end(), '\0', ' ');
+  const std::string line = testing::command_line(instance);
   const auto at = line.find("/tmp/ernic-");
   return at == std::string::npos ? "" : line.substr(at + 11, 6);
 }
@@ -205,13 +149,9 @@ TEST_CASE("killing the remote worker stops the run within 10 s, naming it", "[ss
   REQUIRE(testing::wait_program(run, std::chrono::milliseconds(500)) == -1);
   ::kill(worker, SIGKILL);
   auto killed = std::chrono::steady_clock::now();
-  int status = testing::wait_program(run, std::chrono::seconds(40));
+  int status = testing::wait_or_kill(run, std::chrono::seconds(40));
   double stopped_after =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
-  if (status == -1) {
-    ::kill(run, SIGKILL);
-    testing::wait_program(run, std::chrono::seconds(5));
-  }
   std::string output = read_text(machines.work() / "output.txt");
   INFO(output);
   INFO("ernicctl ended " << stopped_after << " s after the worker was killed");
@@ -231,11 +171,7 @@ TEST_CASE("Ctrl-C while the remote instances start leaves nothing on either side
   REQUIRE(manager > 0);
   ::kill(run, SIGINT);
   const std::string token = token_of(manager);
-  int status = testing::wait_program(run, std::chrono::seconds(30));
-  if (status == -1) {
-    ::kill(run, SIGKILL);
-    testing::wait_program(run, std::chrono::seconds(5));
-  }
+  int status = testing::wait_or_kill(run, std::chrono::seconds(30));
   INFO(read_text(machines.work() / "output.txt"));
   CHECK(status == 130);
   check_nothing_left(token);
