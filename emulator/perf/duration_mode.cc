@@ -100,7 +100,7 @@ SizeResult client_bandwidth_for_duration(Endpoint& e, const PerfOptions& o, std:
                                          OobChannel& oob) {
   const std::uint32_t nqp = o.qps;
   // With --verify a slot is never reused while a message from it may still be in flight.
-  const std::uint64_t depth = o.verify ? std::min<std::uint64_t>(o.tx_depth, e.slots) : o.tx_depth;
+  const std::uint64_t depth = e.layout.send_depth;
   std::vector<std::uint64_t> posted(nqp, 0), completed(nqp, 0);
   const StopRequested watch = watch_server(oob);
   const MeasureWindow window(o.duration_seconds, SteadyClock::now());
@@ -129,7 +129,7 @@ SizeResult client_bandwidth_for_duration(Endpoint& e, const PerfOptions& o, std:
     if (o.verify && o.verb == Verb::kRead) {
       // The server filled slot i with message i's pattern once; reads land in our slot.
       const std::uint64_t seq = wr_seq(c.wr_id);
-      check(e.slot(q, seq), size, seq % e.slots, q, "READ data");
+      check(e.slot(q, seq), size, seq % e.layout.slots, q, "READ data");
     }
     ++completed[q];
     --in_flight;

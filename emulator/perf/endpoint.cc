@@ -14,7 +14,6 @@
 namespace ernic::emu::perf {
 namespace {
 
-constexpr std::uint64_t kBufferBudget = 2u << 20;         // per QP
 constexpr std::uint64_t kVerifyBufferBudget = 64u << 20;  // per QP
 // A waiting side that may be told to stop (duration mode) looks at the out-of-band channel this
 // often.
@@ -105,19 +104,43 @@ std::uint64_t wr_seq(std::uint64_t id) {
   return id & ((1ull << 40) - 1);
 }
 
+BufferLayout buffer_layout(const PerfOptions& o, std::uint64_t max_size) {
+  BufferLayout l;
+  l.slot_size = std::max<std::uint64_t>(max_size, 64);
+  if (o.mode == Mode::kLatency) {
+    l.slots = 2;  // PingPong: slot 0 sends, slot 1 receives (and holds write_lat's marker)
+    l.receive_depth = o.verb == Verb::kSend ? 1 : 0;
+    return l;
+  }
+  if (o.verify) {
+    // Every message in flight owns a slot, so that no later message overwrites data before it
+    // is checked; the sender keeps no more in flight than there are slots.
+    l.slots = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(
+        kVerifyBufferBudget / l.slot_size, 2, std::max<std::uint32_t>(o.tx_depth, 2)));
+    l.send_depth = std::min<std::uint64_t>(o.tx_depth, l.slots);
+  } else {
+    // One slot that every message of the QP is sent from, received into, written to or read
+    // from, as perftest's bandwidth tests do: nothing checks the data, and a second 8 MiB slot
+    // only doubled the working set the kernel's copies walk through (docs/emulator.md,
+    // "where the 8 MiB time goes").
+    l.slots = 1;
+    l.send_depth = o.tx_depth;
+  }
+  if (server_receives(o)) {
+    const std::uint64_t initial =
+        o.verify ? l.slots : std::min<std::uint64_t>(1024, ShmClient::kMaxOutstanding / o.qps);
+    l.receive_depth = std::min(initial, receive_budget(o));
+  }
+  return l;
+}
+
 Endpoint::Endpoint(ShmClient& device, const PerfOptions& o, std::uint64_t max_size)
-    : client(device) {
-  slot_size = std::max<std::uint64_t>(max_size, 64);
-  // Without --verify messages may share buffers (perftest uses one): a small working set
-  // stays in the CPU caches, as iperf3's does. With it, every message in flight owns a slot.
-  const std::uint64_t budget = o.verify ? kVerifyBufferBudget : kBufferBudget;
-  slots = static_cast<std::uint32_t>(
-      std::clamp<std::uint64_t>(budget / slot_size, 2, std::max<std::uint32_t>(o.tx_depth, 2)));
+    : client(device), layout(buffer_layout(o, max_size)) {
   pd = client.alloc_pd();
   cq = client.create_cq();
   for (std::uint32_t i = 0; i < o.qps; ++i) {
     Qp q;
-    q.memory = client.allocate(slots * slot_size);
+    q.memory = client.allocate(layout.bytes_per_qp());
     q.keys = client.reg_mr(pd, q.memory, 0, q.memory.size,
                            kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead);
     q.qpn = client.create_qp(pd, cq, cq);
@@ -132,8 +155,9 @@ Endpoint::Endpoint(ShmClient& device, const PerfOptions& o, std::uint64_t max_si
 std::string Endpoint::describe() const {
   std::string out = client.gids().front();
   for (const Qp& q : qps) {
-    out += fmt::format(" {}:{}:{}", q.qpn, q.keys.rkey,
-                       reinterpret_cast<std::uint64_t>(q.memory.data));
+    out +=
+        fmt::format(" {}:{}:{}:{}:{}", q.qpn, q.keys.rkey,
+                    reinterpret_cast<std::uint64_t>(q.memory.data), layout.slots, layout.slot_size);
   }
   return out;
 }
@@ -144,8 +168,17 @@ void Endpoint::connect(const std::string& description) {
   std::string item;
   while (in >> item) {
     RemoteQp r;
-    if (std::sscanf(item.c_str(), "%u:%u:%lu", &r.qpn, &r.rkey, &r.vaddr) != 3) {
-      throw std::runtime_error("malformed QP description from the peer: " + item);
+    BufferLayout peer;
+    if (std::sscanf(item.c_str(), "%u:%u:%lu:%u:%lu", &r.qpn, &r.rkey, &r.vaddr, &peer.slots,
+                    &peer.slot_size) != 5) {
+      throw std::runtime_error("malformed QP description from the peer (another version?): " +
+                               item);
+    }
+    // Each side writes into and reads from the other's slots with its own layout.
+    if (peer.slots != layout.slots || peer.slot_size != layout.slot_size) {
+      throw std::runtime_error(fmt::format(
+          "the peer cuts its buffers into {} slots of {} bytes, this side into {} of {}",
+          peer.slots, peer.slot_size, layout.slots, layout.slot_size));
     }
     remote.push_back(r);
   }
@@ -169,11 +202,11 @@ void Endpoint::connect(const std::string& description) {
 }
 
 std::byte* Endpoint::slot(std::uint32_t qp, std::uint64_t index) {
-  return qps[qp].memory.data + (index % slots) * slot_size;
+  return qps[qp].memory.data + (index % layout.slots) * layout.slot_size;
 }
 
 std::uint64_t Endpoint::remote_slot(std::uint32_t qp, std::uint64_t index) const {
-  return remote[qp].vaddr + (index % slots) * slot_size;
+  return remote[qp].vaddr + (index % layout.slots) * layout.slot_size;
 }
 
 std::optional<ShmClient::Completion> Endpoint::next(int timeout_seconds, const char* side,
@@ -208,9 +241,10 @@ bool Endpoint::wait_for(const std::function<bool()>& arrived, int timeout_second
 }
 
 void Endpoint::post_recv_slot(std::uint32_t qp, std::uint64_t id, std::uint64_t slot_index) {
-  client.post_recv(qps[qp].qpn, {id,
-                                 {reinterpret_cast<std::uint64_t>(slot(qp, slot_index)),
-                                  static_cast<std::uint32_t>(slot_size), qps[qp].keys.lkey}});
+  client.post_recv(qps[qp].qpn,
+                   {id,
+                    {reinterpret_cast<std::uint64_t>(slot(qp, slot_index)),
+                     static_cast<std::uint32_t>(layout.slot_size), qps[qp].keys.lkey}});
 }
 
 bool server_receives(const PerfOptions& o) {

@@ -36,6 +36,20 @@ std::uint64_t wr_seq(std::uint64_t id);
 // Asked between waits in duration mode: true ends the wait (the peer said the run is over).
 using StopRequested = std::function<bool()>;
 
+// How each QP's registered buffer is cut into message-sized slots; both sides derive it from
+// the test the client announced and check the peer's in connect(), since each addresses the
+// other's slots (RDMA WRITE and READ) with its own layout.
+struct BufferLayout {
+  std::uint64_t slot_size = 0;
+  std::uint32_t slots = 0;
+  // Bandwidth: messages the client keeps in flight per QP, and receives the server posts per
+  // QP before the first message (its banner's RX depth).
+  std::uint64_t send_depth = 0;
+  std::uint64_t receive_depth = 0;
+  std::uint64_t bytes_per_qp() const { return slot_size * slots; }
+};
+BufferLayout buffer_layout(const PerfOptions& o, std::uint64_t max_size);
+
 struct RemoteQp {
   std::uint32_t qpn = 0;
   std::uint32_t rkey = 0;
@@ -71,8 +85,7 @@ struct Endpoint {
   ShmClient& client;
   std::uint32_t pd = 0;
   std::uint32_t cq = 0;
-  std::uint64_t slot_size = 0;
-  std::uint32_t slots = 0;
+  BufferLayout layout;
   std::vector<Qp> qps;
   std::vector<RemoteQp> remote;
   std::string remote_gid;

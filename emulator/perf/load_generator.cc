@@ -32,7 +32,7 @@ double milliseconds_to_rts(const Endpoint& e) {
 SizeResult client_bandwidth(Endpoint& e, const PerfOptions& o, std::uint64_t size) {
   const std::uint32_t nqp = o.qps;
   // With --verify a slot is never reused while a message from it may still be in flight.
-  const std::uint64_t depth = o.verify ? std::min<std::uint64_t>(o.tx_depth, e.slots) : o.tx_depth;
+  const std::uint64_t depth = e.layout.send_depth;
   std::vector<std::uint64_t> posted(nqp, 0), completed(nqp, 0);
   const std::uint64_t total = o.iterations * nqp;
   std::uint64_t done = 0;
@@ -54,7 +54,7 @@ SizeResult client_bandwidth(Endpoint& e, const PerfOptions& o, std::uint64_t siz
     if (o.verify && o.verb == Verb::kRead) {
       // The server filled slot i with message i's pattern once; reads land in our slot.
       const std::uint64_t seq = wr_seq(c.wr_id);
-      check(e.slot(q, seq), size, seq % e.slots, q, "READ data");
+      check(e.slot(q, seq), size, seq % e.layout.slots, q, "READ data");
     }
     ++completed[q];
     ++done;
@@ -86,7 +86,7 @@ void server_prepare(Endpoint& e, const PerfOptions& o, std::uint64_t size,
   }
   if (o.verb == Verb::kRead && o.mode == Mode::kBandwidth && o.verify) {
     for (std::uint32_t q = 0; q < o.qps; ++q) {
-      for (std::uint32_t s = 0; s < e.slots; ++s) {
+      for (std::uint32_t s = 0; s < e.layout.slots; ++s) {
         fill(e.slot(q, s), size, s, q);
       }
     }
@@ -94,12 +94,10 @@ void server_prepare(Endpoint& e, const PerfOptions& o, std::uint64_t size,
   if (!server_receives(o)) {
     return;
   }
-  // Without --verify receives may share buffers (as in perftest); with it each outstanding
+  // Without --verify every receive uses the one slot (as in perftest); with it each outstanding
   // receive owns a slot, and the sender never has more in flight than there are slots.
-  const std::uint64_t initial =
-      o.verify ? e.slots : std::min<std::uint64_t>(1024, ShmClient::kMaxOutstanding / o.qps);
   for (std::uint32_t q = 0; q < o.qps; ++q) {
-    for (; next_recv[q] < std::min(initial, receive_budget(o)); ++next_recv[q]) {
+    for (; next_recv[q] < e.layout.receive_depth; ++next_recv[q]) {
       e.post_recv_slot(q, wr_id(q, next_recv[q]), next_recv[q]);
     }
   }
@@ -211,7 +209,7 @@ int run_client(const PerfOptions& o, std::ostream& out) {
   }
   for (std::uint64_t size : o.sizes) {
     if (o.mode == Mode::kLatency) {
-      std::memset(e.slot(0, 1), 0, e.slot_size);  // no marker of the previous size may match
+      std::memset(e.slot(0, 1), 0, e.layout.slot_size);  // no marker of the previous size may match
     }
     oob.send_line(fmt::format("SIZE {}", size));
     const std::string go = oob.receive_line();
@@ -256,7 +254,9 @@ int run_server(const PerfOptions& o, std::ostream& out) {
   }
   e.connect(qps.substr(4));
   oob.send_line("READY");
-  out << banner(s.verb, s.mode, true, s.qps, s.verb == Verb::kSend ? e.slots : s.tx_depth);
+  out << banner(
+      s.verb, s.mode, true, s.qps,
+      s.verb == Verb::kSend ? static_cast<std::uint32_t>(e.layout.receive_depth) : s.tx_depth);
   print_connection(out, e, s);
   nlohmann::json results = nlohmann::json::array();
   std::vector<std::uint64_t> next_recv;
@@ -276,7 +276,7 @@ int run_server(const PerfOptions& o, std::ostream& out) {
     const CpuMeter meter(device.instance_pid());
     try {
       if (s.mode == Mode::kLatency) {
-        std::memset(e.slot(0, 1), 0, e.slot_size);
+        std::memset(e.slot(0, 1), 0, e.layout.slot_size);
       }
       server_prepare(e, s, size, next_recv);
       oob.send_line("GO");
