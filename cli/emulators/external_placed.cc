@@ -129,7 +129,7 @@ class PlacedInstance final : public ExternalInstance {
   bool ready_ = false;
 };
 
-struct PlacedState {
+struct PlacedServersState {
   std::mutex mutex;
   LocalHost this_machine{kThisMachine, "127.0.0.1"};
   std::vector<std::shared_ptr<PlacedInstance>> instances;
@@ -137,7 +137,7 @@ struct PlacedState {
 
 // What teardown keeps of one machine's instances: the logs and final stats of those that
 // became ready (a failed one's last lines are in the error already).
-std::vector<std::string> kept_files(PlacedState& state, const std::string& on) {
+std::vector<std::string> kept_files(PlacedServersState& state, const std::string& on) {
   std::lock_guard lock(state.mutex);
   std::vector<std::string> files;
   for (const auto& instance : state.instances) {
@@ -233,7 +233,7 @@ HostFacts planned_placed_external_facts(const ExternalSettings& settings,
 std::unique_ptr<RunningEmulator> start_placed_external(const ExternalSettings& settings,
                                                        const std::vector<Placement>& placements,
                                                        EmulatorContext& context) {
-  auto state = std::make_shared<PlacedState>();
+  auto state = std::make_shared<PlacedServersState>();
   std::vector<Host*> hosts;
   for (const Placement& placement : placements) {
     hosts.push_back(&placement_host(placement, context, state->this_machine));
