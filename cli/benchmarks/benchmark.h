@@ -111,6 +111,10 @@ struct ParseOutcome {
   // Per-iteration latencies and per-interval rates behind the metrics, by kind
   // (kLatencyDistribution, kBandwidthDistribution); empty when the tool printed none.
   std::map<std::string, Distribution> distributions;
+  // A module declares a failure retryable by naming its cause here, short ("perftest could not
+  // calibrate the CPU clock"): transient, and saying nothing about the device, so the executor
+  // runs the repetition again (a few times at most: run/point_execution.cc). Empty otherwise.
+  std::string retryable_cause;
 };
 
 // The verdict every tool with a client and a server side, each printing its result or its error

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "benchmarks/benchmark.h"
+#include "benchmarks/perftest_errors.h"
 #include "benchmarks/perftest_parser.h"
 #include "benchmarks/registry.h"
 #include "history/history_record.h"
@@ -68,6 +69,48 @@ std::optional<double> time_to_first_row_ms(const CommandResult& client, const Pe
     return std::nullopt;
   }
   return arrivals.arrival_ms(end);
+}
+
+// Why a repetition failed when one side failed on its own and the other side's errors are only
+// the consequence: a server that cannot calibrate its clock exits before the final handshake,
+// and its client then "Couldn't read remote address", which points at the network. The side
+// that failed first is named first. nullopt when no side did (paired_tool_error() decides).
+struct FirstFailure {
+  std::string error;
+  std::string retryable_cause;  // ParseOutcome::retryable_cause
+};
+std::optional<FirstFailure> first_failure(const CommandResult* server, const CommandResult& client,
+                                          const std::string& server_error,
+                                          const std::string& client_error) {
+  using perftest_errors::has_independent_error;
+  auto with_consequence = [](std::string error, const char* other, const std::string& its) {
+    return its.empty() ? error : fmt::format("{}; {}, as a consequence: {}", error, other, its);
+  };
+  if (server != nullptr) {
+    // perftest's own failures first: either side may fail to calibrate its clock.
+    struct Side {
+      const char* name;
+      const CommandResult& result;
+      const char* other;
+      const CommandResult& other_result;
+      const std::string& other_error;
+    };
+    for (const Side& side : {Side{"server", *server, "client", client, client_error},
+                             Side{"client", client, "server", *server, server_error}}) {
+      auto own = perftest_errors::own_failure(side.result.output());
+      if (own && !has_independent_error(side.other_result.output())) {
+        return FirstFailure{with_consequence(fmt::format("{}: {}", side.name, own->message),
+                                             side.other, side.other_error),
+                            own->transient ? own->cause : ""};
+      }
+    }
+    if (!server_error.empty() && has_independent_error(server->output()) && !client_error.empty() &&
+        !has_independent_error(client.output())) {
+      return FirstFailure{
+          with_consequence(fmt::format("server: {}", server_error), "client", client_error), ""};
+    }
+  }
+  return std::nullopt;
 }
 
 class PerftestBenchmark final : public Benchmark {
@@ -218,6 +261,11 @@ class PerftestBenchmark final : public Benchmark {
     // one that printed an error or a table cut short is not.
     std::string server_error =
         server_output && server_output->error_line > 0 ? server_output->error : "";
+    if (auto first = first_failure(server, client, server_error, client_output.error)) {
+      outcome.error = std::move(first->error);
+      outcome.retryable_cause = std::move(first->retryable_cause);
+      return outcome;
+    }
     outcome.error = paired_tool_error(client_output.error, client, server_error);
     if (!outcome.error.empty()) {
       return outcome;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <vector>
 
 #include "benchmarks/tool_text.h"
 
@@ -12,6 +13,10 @@ namespace ernic::perftest_errors {
 namespace {
 
 using tool_text::contains;
+using tool_text::printable;
+using tool_text::split_lines;
+using tool_text::split_words;
+using tool_text::trim;
 
 // Known perftest (and verbs) error texts, with what they usually mean. Matched anywhere in a
 // line, because perftest prefixes some with a function name or a pid.
@@ -19,6 +24,11 @@ struct KnownError {
   std::string_view text;
   std::string_view hint;
 };
+
+// get_clock.c's sample_get_cpu_mhz() when its TSC-against-gettimeofday fit is poor, then the
+// report's refusal once get_cpu_mhz() returned 0 (perftest_parameters.c, print_report_bw/lat).
+constexpr std::string_view kCalibrationText = "Correlation coefficient r^2:";
+constexpr std::string_view kNoReportText = "Can't produce a report";
 
 constexpr std::array kKnownErrors{
     KnownError{"Couldn't connect to",
@@ -46,6 +56,23 @@ constexpr std::array kKnownErrors{
                "the other side went away during the connection handshake"},
     KnownError{"Failed to modify QP",
                "the queue pair could not be connected (wrong GID index or unreachable peer)"},
+    KnownError{kCalibrationText,
+               "perftest could not calibrate the CPU clock: a busy or "
+               "virtualised CPU"},
+    KnownError{kNoReportText, "perftest has no CPU clock rate to convert its measurement with"},
+};
+
+// Error texts that only say the other side went away: perftest's out-of-band exchange (and
+// rdma_cm's disconnect) failing because the peer process already exited.
+constexpr std::array kPeerConsequences{
+    std::string_view("Couldn't read remote address"),
+    std::string_view("Unable to read from socket"),
+    std::string_view("Unable to read to socket"),
+    std::string_view("Unable to write to socket"),
+    std::string_view("Failed to close connection between server and client"),
+    std::string_view("Failed to exchange data between server and clients"),
+    std::string_view("Failed to disconnect RDMA CM"),
+    std::string_view("Connection reset by peer"),
 };
 
 // Words that mark a line as a failure report when no known text matched.
@@ -104,6 +131,48 @@ bool is_known_warning(std::string_view line) {
   return contains(line, "Conflicting CPU frequency") ||
          contains(line, "not recognized to implement") || contains(line, "WARNING") ||
          contains(line, "Warning") || contains(line, "warning");
+}
+
+std::optional<OwnFailure> own_failure(std::string_view output) {
+  std::vector<std::string_view> lines = split_lines(output);
+  auto calibration = std::find_if(lines.begin(), lines.end(), [](std::string_view line) {
+    return contains(line, kCalibrationText);
+  });
+  if (calibration == lines.end()) {
+    return std::nullopt;
+  }
+  // "Correlation coefficient r^2: 0.658888 < 0.9": the fit and the threshold, as printed.
+  std::string_view fit =
+      calibration->substr(calibration->find(kCalibrationText) + kCalibrationText.size());
+  std::vector<std::string_view> words = split_words(fit);
+  std::string figures = "r^2 below 0.9";
+  if (words.size() == 3 && words[1] == "<") {
+    auto r2 = tool_text::parse_finite_number(words[0]);
+    figures = fmt::format("r^2 {} < {}", r2 ? fmt::format("{:.2f}", *r2) : printable(words[0]),
+                          printable(words[2]));
+  }
+  OwnFailure failure;
+  failure.cause = "perftest could not calibrate the CPU clock";
+  failure.transient = true;
+  failure.message = fmt::format("{} ({}; a busy or virtualised CPU)", failure.cause, figures);
+  auto refusal = std::find_if(calibration, lines.end(),
+                              [](std::string_view line) { return contains(line, kNoReportText); });
+  if (refusal != lines.end()) {
+    failure.message += ": " + printable(trim(*refusal));
+  }
+  return failure;
+}
+
+bool is_peer_consequence(std::string_view line) {
+  return std::any_of(kPeerConsequences.begin(), kPeerConsequences.end(),
+                     [&](std::string_view text) { return contains(line, text); });
+}
+
+bool has_independent_error(std::string_view output) {
+  std::vector<std::string_view> lines = split_lines(output);
+  return std::any_of(lines.begin(), lines.end(), [](std::string_view line) {
+    return is_error_line(line) && !is_peer_consequence(line);
+  });
 }
 
 }  // namespace ernic::perftest_errors

@@ -221,6 +221,9 @@ void to_json(json& out, const PointRecord& point) {
     put_present(entry, "tenant", sample.tenant);
     put_present(entry, "tenant_name", sample.tenant_name);
     put_present(entry, "failure", sample.failure);
+    if (!sample.retries.empty()) {
+      entry["retries"] = sample.retries;
+    }
     samples.push_back(std::move(entry));
   }
   json summary = json::object();

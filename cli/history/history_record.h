@@ -60,6 +60,9 @@ struct SampleRecord {
   std::optional<int> tenant;
   std::optional<std::string> tenant_name;
   std::optional<std::string> failure;
+  // Why each earlier attempt of the repetition failed when its tool declared the failure
+  // retryable (perftest's clock calibration) and it ran again; written only when it did.
+  std::vector<std::string> retries;
 };
 
 // Jain's index over a point's tenants for its headline throughput metric, per repetition in

@@ -151,6 +151,12 @@ SampleRecord read_sample(const FieldReader& in) {
   in.read("tenant", sample.tenant);
   in.read("tenant_name", sample.tenant_name);
   in.read("failure", sample.failure);
+  auto retries = in.child("retries", json::value_t::array);
+  for (const auto& retry : retries.raw()) {
+    if (retry.is_string()) {
+      sample.retries.push_back(retry.get<std::string>());
+    }
+  }
   auto metrics = in.child("metrics", json::value_t::object);
   if (metrics.is_object()) {
     for (const auto& [name, value] : metrics.raw().items()) {

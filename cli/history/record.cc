@@ -163,7 +163,8 @@ PointRecord point_record(const PointResult& result, const Scenario& scenario,
          .distributions = sample.distributions,
          .tenant = sample.tenant != 0 ? std::optional(sample.tenant) : std::nullopt,
          .tenant_name = sample.tenant != 0 ? std::optional(sample.tenant_name) : std::nullopt,
-         .failure = sample.failure.empty() ? std::nullopt : std::optional(sample.failure)});
+         .failure = sample.failure.empty() ? std::nullopt : std::optional(sample.failure),
+         .retries = sample.retries});
     for (const auto& [name, value] : sample.metrics) {
       values[name].push_back(value);
     }

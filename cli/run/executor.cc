@@ -18,12 +18,6 @@
 namespace ernic {
 namespace {
 
-void check_interrupt() {
-  if (Interrupt::requested()) {
-    throw RunInterrupted();
-  }
-}
-
 // The hosts of the scenario grouped by provider, providers in the order the scenario first
 // names them (the order the run creates them in).
 std::vector<std::pair<std::string, std::vector<HostSpec>>> hosts_by_provider(
@@ -49,6 +43,12 @@ std::vector<std::string> placement_hosts(const Platform& platform, const Scenari
 }
 
 }  // namespace
+
+void throw_if_interrupted() {
+  if (Interrupt::requested()) {
+    throw RunInterrupted();
+  }
+}
 
 std::string file_safe(const std::string& text) {
   std::string out;
@@ -142,19 +142,19 @@ RunResult Executor::run() {
     std::ofstream(result_.run_dir / "scenario.yaml") << scenario.resolved_yaml;
   }
   try {
-    check_interrupt();
+    throw_if_interrupted();
     if (options_.attach) {
       attach_emulator();
       attach_hosts();
     } else {
       create_hosts(/*placement_groups=*/true);
       start_emulator();
-      check_interrupt();
+      throw_if_interrupted();
       create_hosts(/*placement_groups=*/false);
       attach_hosts_to_instances();
     }
     check_programs();
-    check_interrupt();
+    throw_if_interrupted();
     apply_setup();
     if (!options_.bring_up_only) {
       collect_tool_versions();
@@ -430,7 +430,7 @@ void Executor::apply_setup() {
   for (const auto& entry : plan_.scenario->setup) {
     const SetupStep* step = platform_.setup_step(entry.step);
     for (const auto& host_name : entry.hosts) {
-      check_interrupt();
+      throw_if_interrupted();
       Host& h = host(host_name);
       status_.phase(fmt::format("setup: {} on {}", entry.step, host_name));
       StepLog log(runner_.executes() ? result_.run_dir / "steps" /

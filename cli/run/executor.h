@@ -68,8 +68,9 @@ class Executor {
   void run_together(const std::vector<int>& members);
   // One repetition of every tenant of every point given; false when any of them failed.
   bool run_repetition(const std::vector<PointRun>& points, int repetition);
+  // `retried`: the failed attempt of this repetition it runs again (its log goes on), or null.
   TenantRun make_tenant_run(const PlannedPoint& point, const Tenant& tenant, int number,
-                            int repetition, PointResult& result);
+                            int repetition, PointResult& result, TenantRun* retried = nullptr);
   void start_server(TenantRun& run);
   void await_server(TenantRun& run);
   void start_client(TenantRun& run);
@@ -109,6 +110,10 @@ class RunInterrupted : public std::runtime_error {
  public:
   RunInterrupted() : std::runtime_error("interrupted") {}
 };
+
+// Throws RunInterrupted once the run was asked to stop (Ctrl-C, SIGTERM, a dead instance):
+// called between the steps of a run and in its waits.
+void throw_if_interrupted();
 
 // A file-safe version of a point id or host name, for log file names.
 std::string file_safe(const std::string& text);

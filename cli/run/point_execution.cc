@@ -30,19 +30,14 @@ constexpr auto kServerStopGrace = std::chrono::seconds(1);
 // one round trip to its sshd (no process starts on it), so this costs the measurement nothing.
 constexpr auto kHostCheckInterval = std::chrono::seconds(1);
 constexpr auto kInstanceCheckInterval = std::chrono::milliseconds(250);
+// How many times a repetition runs again after a failure its tool declared retryable
+// (ParseOutcome::retryable_cause: transient, saying nothing about the device).
+constexpr int kMaxRetries = 2;
 
 class EnvironmentGone : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
-
-// executor.cc has its own check_interrupt(); a distinct name keeps the unity build (which may
-// put both files in one batch) compiling.
-void throw_if_interrupted() {
-  if (Interrupt::requested()) {
-    throw RunInterrupted();
-  }
-}
 
 std::string first_line(const std::string& text) {
   return text.substr(0, text.find('\n'));
@@ -227,6 +222,8 @@ struct TenantRun {
   std::optional<CommandResult> server_result;
   std::optional<CommandResult> client_result;
   std::string failure;  // with its log; empty while it goes well
+  // The tool declared the failure retryable: its cause, short (empty for any other failure).
+  std::string retryable_cause;
 
   std::string role(const char* side) const {
     return several ? fmt::format("{} {}", side, tenant->name) : side;
@@ -238,7 +235,7 @@ struct TenantRun {
 };
 
 TenantRun Executor::make_tenant_run(const PlannedPoint& point, const Tenant& tenant, int number,
-                                    int repetition, PointResult& result) {
+                                    int repetition, PointResult& result, TenantRun* retried) {
   const BenchmarkEntry& entry = *point.entry;
   TenantRun run;
   run.point = &point;
@@ -271,6 +268,12 @@ TenantRun Executor::make_tenant_run(const PlannedPoint& point, const Tenant& ten
   if (run.several) {
     title += fmt::format(" tenant {} ({} of {}: server {}, client {})", tenant.name, number,
                          entry.tenants.size(), tenant.server, tenant.client);
+  }
+  if (retried != nullptr) {
+    // A retry goes on in the failed attempt's log: the log keeps both.
+    run.log = std::move(retried->log);
+    run.log->note(title + ", run again");
+    return run;
   }
   run.log = std::make_unique<StepLog>(
       runner_.executes() ? result_.run_dir / "steps" / log_name : std::filesystem::path(), title);
@@ -380,6 +383,7 @@ std::optional<Sample> Executor::parse_tenant(TenantRun& run, int repetition) {
   run.result->details = outcome.details;
   if (!outcome.ok) {
     run.fail(outcome.error.empty() ? fmt::format("client {}", client.describe()) : outcome.error);
+    run.retryable_cause = outcome.retryable_cause;
     return std::nullopt;
   }
   Sample sample;
@@ -417,54 +421,63 @@ std::string Executor::together_text(const std::vector<PointRun>& points,
   return "starts together: " + text;
 }
 
-bool Executor::run_repetition(const std::vector<PointRun>& points, int repetition) {
-  std::vector<std::vector<Tenant>> tenants;
-  for (const auto& point : points) {
-    tenants.push_back(point.point->entry->all_tenants());
-  }
-  std::vector<TenantRun> runs;
-  for (std::size_t p = 0; p < points.size(); ++p) {
-    for (std::size_t t = 0; t < tenants[p].size(); ++t) {
-      runs.push_back(make_tenant_run(*points[p].point, tenants[p][t], static_cast<int>(t) + 1,
-                                     repetition, *points[p].result));
+namespace {
+
+// The cause of an attempt's failure when every run that failed declared it retryable (the first
+// run's); empty when none failed or one failure is not retryable: that one is the result.
+std::string retryable_cause(const std::vector<TenantRun>& runs) {
+  std::string cause;
+  for (const auto& run : runs) {
+    if (run.failure.empty()) {
+      continue;
+    }
+    if (run.retryable_cause.empty()) {
+      return "";
+    }
+    if (cause.empty()) {
+      cause = run.retryable_cause;
     }
   }
-  auto started = Clock::now();
-  auto each_tenant = [&](auto step) {
-    for (auto& run : runs) {
-      if (!run.failure.empty()) {
-        continue;
-      }
-      try {
-        step(run);
-      } catch (const SpawnError& e) {
-        run.tool->cleanup(run.context);
-        run.fail(e.what());
-      }
+  return cause;
+}
+
+std::string attempt_failures(const std::vector<TenantRun>& runs) {
+  std::string text;
+  for (const auto& run : runs) {
+    if (!run.failure.empty()) {
+      text +=
+          fmt::format("{}{}{}", text.empty() ? "" : "; ",
+                      run.several ? fmt::format("tenant {}: ", run.tenant->name) : "", run.failure);
     }
-  };
-  // Every tenant's server started and observed ready before any client starts; then the clients
-  // are released together, back to back, and each is awaited and parsed on its own.
-  each_tenant([&](TenantRun& run) { start_server(run); });
-  each_tenant([&](TenantRun& run) { await_server(run); });
-  if (runs.size() > 1) {
-    runner_.starts_together(together_text(points, runs));
   }
-  each_tenant([&](TenantRun& run) { start_client(run); });
-  each_tenant([&](TenantRun& run) { await_client(run); });
-  if (!runner_.executes()) {
-    return true;
-  }
-  bool warm = !first_sample_;
+  return text;
+}
+
+// The attempt of a repetition whose figures count: its runs, and each run's sample (nullopt when
+// it failed); `retries` says why the earlier attempts failed.
+struct FinalAttempt {
+  int repetition = 1;
+  std::vector<TenantRun>& runs;
+  std::vector<std::optional<Sample>>& samples;
+  const std::vector<std::string>& retries;
+  bool warm = false;
+  Clock::time_point started;
+};
+
+// Records the attempt's samples and each point's failure; false when any run failed.
+bool record_attempt(const std::vector<PointRun>& points, const FinalAttempt& attempt,
+                    bool& first_sample) {
+  std::vector<TenantRun>& runs = attempt.runs;
+  const std::vector<std::string>& retries = attempt.retries;
   bool all_passed = true;
   for (const auto& point : points) {
     std::vector<std::string> failures;
-    for (auto& run : runs) {
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      TenantRun& run = runs[i];
       if (run.result != point.result) {
         continue;
       }
-      std::optional<Sample> sample =
-          run.failure.empty() ? parse_tenant(run, repetition) : std::nullopt;
+      std::optional<Sample>& sample = attempt.samples[i];
       if (!sample) {
         failures.push_back(run.several ? fmt::format("tenant {}: {}", run.tenant->name, run.failure)
                                        : run.failure);
@@ -472,17 +485,18 @@ bool Executor::run_repetition(const std::vector<PointRun>& points, int repetitio
           break;
         }
         sample.emplace();
-        sample->repetition = repetition;
+        sample->repetition = attempt.repetition;
         sample->failure = run.failure;
       }
-      sample->warm = warm;
-      sample->duration_s = std::chrono::duration<double>(Clock::now() - started).count();
+      sample->warm = attempt.warm;
+      sample->duration_s = std::chrono::duration<double>(Clock::now() - attempt.started).count();
+      sample->retries = retries;
       if (run.several) {
         sample->tenant = run.number;
         sample->tenant_name = run.tenant->name;
       }
       if (sample->failure.empty()) {
-        first_sample_ = false;
+        first_sample = false;
       }
       point.result->samples.push_back(std::move(*sample));
     }
@@ -491,10 +505,83 @@ bool Executor::run_repetition(const std::vector<PointRun>& points, int repetitio
       for (const auto& failure : failures) {
         point.result->reason += (point.result->reason.empty() ? "" : "; ") + failure;
       }
+      if (!retries.empty()) {
+        point.result->reason += fmt::format(" (after {} {})", retries.size(),
+                                            retries.size() == 1 ? "retry" : "retries");
+      }
       all_passed = false;
     }
   }
   return all_passed;
+}
+
+}  // namespace
+
+bool Executor::run_repetition(const std::vector<PointRun>& points, int repetition) {
+  std::vector<std::vector<Tenant>> tenants;
+  for (const auto& point : points) {
+    tenants.push_back(point.point->entry->all_tenants());
+  }
+  std::vector<std::string> retries;  // why each earlier attempt failed, oldest first
+  std::vector<TenantRun> runs;
+  for (int attempt = 0;; ++attempt) {
+    std::vector<TenantRun> previous = std::move(runs);
+    runs.clear();
+    for (std::size_t p = 0; p < points.size(); ++p) {
+      for (std::size_t t = 0; t < tenants[p].size(); ++t) {
+        TenantRun* retried = previous.empty() ? nullptr : &previous[runs.size()];
+        runs.push_back(make_tenant_run(*points[p].point, tenants[p][t], static_cast<int>(t) + 1,
+                                       repetition, *points[p].result, retried));
+      }
+    }
+    previous.clear();
+    auto started = Clock::now();
+    auto each_tenant = [&](auto step) {
+      for (auto& run : runs) {
+        if (!run.failure.empty()) {
+          continue;
+        }
+        try {
+          step(run);
+        } catch (const SpawnError& e) {
+          run.tool->cleanup(run.context);
+          run.fail(e.what());
+        }
+      }
+    };
+    // Every tenant's server started and observed ready before any client starts; then the
+    // clients are released together, back to back, and each is awaited and parsed on its own.
+    each_tenant([&](TenantRun& run) { start_server(run); });
+    each_tenant([&](TenantRun& run) { await_server(run); });
+    if (runs.size() > 1) {
+      runner_.starts_together(together_text(points, runs));
+    }
+    each_tenant([&](TenantRun& run) { start_client(run); });
+    each_tenant([&](TenantRun& run) { await_client(run); });
+    if (!runner_.executes()) {
+      return true;
+    }
+    bool warm = !first_sample_;
+    std::vector<std::optional<Sample>> samples;
+    for (auto& run : runs) {
+      samples.push_back(run.failure.empty() ? parse_tenant(run, repetition) : std::nullopt);
+    }
+    std::string cause = retryable_cause(runs);
+    if (cause.empty() || attempt == kMaxRetries) {
+      return record_attempt(points, {repetition, runs, samples, retries, warm, started},
+                            first_sample_);
+    }
+    throw_if_interrupted();
+    retries.push_back(attempt_failures(runs));
+    std::string retrying =
+        fmt::format("retrying: {} (retry {} of at most {})", cause, attempt + 1, kMaxRetries);
+    for (auto& run : runs) {
+      run.log->note(retrying);
+    }
+    const PlannedPoint& first = *points.front().point;
+    status_.warning(
+        fmt::format("{} repetition {}/{}: {}", first.id, repetition, first.repetitions, retrying));
+  }
 }
 
 }  // namespace ernic

@@ -26,6 +26,9 @@ struct Sample {
   int tenant = 0;
   std::string tenant_name;
   std::string failure;
+  // Why each earlier attempt of this repetition failed, oldest first, when the tool declared
+  // those failures retryable and it ran again (run/point_execution.cc); empty: the first counted.
+  std::vector<std::string> retries;
 };
 
 enum class PointStatus { kPassed, kFailed, kSkipped };

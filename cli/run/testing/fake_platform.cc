@@ -57,6 +57,10 @@ class FakeCommand final : public RunningCommand {
       }
     }
     script_.timed_stdout.clear();
+    if (script_.logs_result && !done_ && sink_ != nullptr) {
+      sink_->on_output(OutputStream::kStdout, script_.result.out);
+      sink_->on_output(OutputStream::kStderr, script_.result.err);
+    }
     done_ = true;
     return script_.result;
   }

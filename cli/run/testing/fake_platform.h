@@ -29,6 +29,9 @@ struct Scripted {
   // Stdout handed to the command's output sink this long after it started, as a tool prints it
   // (wait() delivers it on time); when `result.out` is empty, it becomes their concatenation.
   std::vector<std::pair<std::chrono::milliseconds, std::string>> timed_stdout;
+  // Hand `result.out` and `result.err` to the output sink when the command ends, as a real
+  // command's step log shows them (off: only `timed_stdout` reaches the sink).
+  bool logs_result = false;
 };
 
 // What the fakes saw, in order, and the script they answer from.

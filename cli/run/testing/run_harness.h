@@ -7,8 +7,10 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/interrupt.h"
 #include "run/executor.h"
@@ -49,12 +51,34 @@ struct RunHarness {
     Interrupt::reset();
   }
 
-  RunResult run(RunOptions options = {}) {
+  // `status`: where progress goes (none shown by default).
+  RunResult run(RunOptions options = {}, Status* status = nullptr) {
     options.runs_dir = runs;
-    auto status = make_status(/*quiet=*/true);
+    auto quiet = make_status(/*quiet=*/true);
     RealCommandRunner runner;
-    return Executor(plan, fakes.platform, runner, options, *status).run();
+    return Executor(plan, fakes.platform, runner, options, status ? *status : *quiet).run();
   }
+};
+
+// A status that shows nothing and keeps the warnings a person would see scroll by.
+class RecordingStatus final : public Status {
+ public:
+  void phase(std::string_view) override {}
+  void point_started(int, int, std::string_view, int, int) override {}
+  void point_finished(int, int, std::string_view, bool, std::string_view) override {}
+  void warning(std::string_view text) override {
+    std::lock_guard lock(mutex_);
+    warnings_.emplace_back(text);
+  }
+  void finish() override {}
+  std::vector<std::string> warnings() const {
+    std::lock_guard lock(mutex_);
+    return warnings_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> warnings_;
 };
 
 }  // namespace ernic::testing
