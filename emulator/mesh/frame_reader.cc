@@ -67,11 +67,12 @@ FrameReader::Result FrameReader::pump(const ReadFn& read, Sink& sink, std::strin
       count = 1;
     } else {
       const std::uint32_t remaining = header_.payload_length - payload_have_;
+      // Never more than the budget left: a large segment is read over several turns.
+      payload_room = std::min<std::size_t>(remaining, budget - used);
       if (destination_ != nullptr) {
-        iov[0] = {destination_ + payload_have_, remaining};
-        payload_room = remaining;
+        iov[0] = {destination_ + payload_have_, payload_room};
       } else {
-        payload_room = std::min<std::size_t>(remaining, kScratchSize);
+        payload_room = std::min(payload_room, kScratchSize);
         iov[0] = {scratch_.get(), payload_room};
       }
       // The next header rides along, so a stream of frames costs one readv each.

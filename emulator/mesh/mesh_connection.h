@@ -40,8 +40,10 @@ struct MeshFabric::Connection final : FrameReader::Sink {
     std::size_t written = 0;
     std::shared_ptr<mesh_detail::Bytes> owned;  // control frames own their body
     std::uint32_t src_qpn = 0;
-    bool data = false;     // may be cancelled
-    bool request = false;  // SEND, WRITE or READ request: dropped when rewinding after RNR
+    bool data = false;            // may be cancelled
+    bool request = false;         // SEND, WRITE or READ request: dropped when rewinding after RNR
+    bool small = false;           // a data frame of at most kSmallFrameBytes of payload
+    std::uint64_t queued_at = 0;  // the connection's bytes_written when it was queued
     std::size_t size() const { return kFrameHeaderSize + length; }
   };
 
@@ -94,6 +96,7 @@ struct MeshFabric::Connection final : FrameReader::Sink {
   std::deque<std::uint32_t> round_robin;
   std::deque<OutFrame> wire;
   std::size_t wire_bytes = 0;
+  std::uint64_t bytes_written = 0;
   bool want_write = false;
   bool epollout_armed = false;
   std::uint64_t counted_rx = 0;

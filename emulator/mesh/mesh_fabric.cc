@@ -20,7 +20,15 @@
 namespace ernic::emu {
 namespace {
 
-constexpr std::size_t kWireWindow = 1u << 20;  // bytes committed to the socket order at once
+// Bytes one connection may move in one turn of the event loop before everything else the
+// instance serves has its turn (the front end's doorbells, the other peers). Reading a
+// connection until 16 MiB (or writing until EAGAIN) made a latency message wait up to 8 ms
+// behind another peer's bulk WRITEs (issue 12 item 7). 64 KiB turns cost 25-40 % more CPU per
+// byte than the old code, 128 KiB less (docs/emulator.md, "Several tenants").
+constexpr std::size_t kTurnBytes = 128u << 10;
+// Bytes committed to the socket order at once: what a frame of another QP queued now finds
+// ahead of it at most, besides the socket's own buffers.
+constexpr std::size_t kWireWindow = 256u << 10;
 constexpr int kMaxIov = 64;
 
 using mesh_detail::Bytes;
@@ -213,8 +221,10 @@ void MeshFabric::send_control(Connection& c, std::uint8_t op, Bytes body) {
 void MeshFabric::on_readable(Connection& c) {
   std::string reason;
   const auto result = c.reader.pump(
-      [&c](const iovec* iov, int count) { return readv(c.fd, iov, count); }, c, reason);
-  stats_.wire_bytes_received += c.reader.bytes_read() - c.counted_rx;
+      [&c](const iovec* iov, int count) { return readv(c.fd, iov, count); }, c, reason, kTurnBytes);
+  const std::uint64_t turn = c.reader.bytes_read() - c.counted_rx;
+  stats_.wire_bytes_received += turn;
+  stats_.max_read_turn_bytes = std::max(stats_.max_read_turn_bytes, turn);
   c.counted_rx = c.reader.bytes_read();
   c.last_rx = EventLoop::Clock::now();
   switch (result) {
@@ -332,9 +342,17 @@ void MeshFabric::send(NodeId to, const FrameHeader& header, const std::byte* pay
   f.src_qpn = header.src_qpn;
   f.data = cancellable(header, false);
   f.request = cancellable(header, true);
+  f.small = header.payload_length <= kSmallFrameBytes;
+  f.queued_at = c.bytes_written;
   auto& queue = c.qp_queues[header.src_qpn];
   if (queue.empty()) {
-    c.round_robin.push_back(header.src_qpn);
+    // A small frame of an idle QP (a latency message, an ACK) goes next rather than behind a
+    // segment of every busy QP; the QP rejoins the back of the rotation after it.
+    if (f.small) {
+      c.round_robin.push_front(header.src_qpn);
+    } else {
+      c.round_robin.push_back(header.src_qpn);
+    }
   }
   queue.push_back(f);
   c.want_write = true;
@@ -397,6 +415,10 @@ void MeshFabric::write_some(Connection& c) {
     return;
   }
   const bool data_allowed = c.phase == Connection::Phase::kEstablished;
+  std::size_t turn = 0;
+  const auto end_turn = [&] {
+    stats_.max_write_turn_bytes = std::max<std::uint64_t>(stats_.max_write_turn_bytes, turn);
+  };
   while (true) {
     // Commit frames to the wire order: control first, then one frame per QP in turn, so a
     // large transfer cannot starve a latency test.
@@ -431,26 +453,30 @@ void MeshFabric::write_some(Connection& c) {
     }
     iovec iov[kMaxIov];
     int count = 0;
+    std::size_t room = kTurnBytes - std::min(turn, kTurnBytes);  // this turn's budget left
+    const auto add = [&](const std::byte* p, std::size_t n) {
+      n = std::min(n, room);
+      iov[count++] = {const_cast<std::byte*>(p), n};
+      room -= n;
+    };
     for (auto& f : c.wire) {
-      if (count + 2 > kMaxIov) {
+      if (count + 2 > kMaxIov || room == 0) {
         break;
       }
       if (f.written < kFrameHeaderSize) {
-        iov[count++] = {f.header.data() + f.written, kFrameHeaderSize - f.written};
+        add(f.header.data() + f.written, kFrameHeaderSize - f.written);
       }
-      if (f.length > 0) {
+      if (f.length > 0 && room > 0) {
         const std::size_t done = f.written > kFrameHeaderSize ? f.written - kFrameHeaderSize : 0;
         // Straight from registered memory: the only copy is the kernel's.
-        iov[count++] = {const_cast<std::byte*>(f.payload) + done, f.length - done};
+        add(f.payload + done, f.length - done);
       }
     }
     const ssize_t n = writev(c.fd, iov, count);
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        if (!c.epollout_armed) {
-          c.epollout_armed = true;
-          loop_.modify_fd(c.fd, EPOLLIN | EPOLLOUT);
-        }
+        end_turn();
+        arm_epollout(c);
         return;
       }
       if (errno == EINTR) {
@@ -462,19 +488,35 @@ void MeshFabric::write_some(Connection& c) {
     stats_.wire_bytes_sent += static_cast<std::uint64_t>(n);
     c.last_tx = EventLoop::Clock::now();
     std::size_t left = static_cast<std::size_t>(n);
+    turn += left;
+    std::uint64_t at = c.bytes_written;  // where the front frame's next byte is in the stream
+    c.bytes_written += left;
     while (left > 0 && !c.wire.empty()) {
       auto& f = c.wire.front();
+      if (f.written == 0 && f.small) {
+        stats_.max_bytes_ahead_of_small_frame =
+            std::max(stats_.max_bytes_ahead_of_small_frame, at - f.queued_at);
+      }
       const std::size_t rest = f.size() - f.written;
-      if (left >= rest) {
-        left -= rest;
+      const std::size_t used = std::min(left, rest);
+      at += used;
+      left -= used;
+      if (used == rest) {
         c.wire_bytes -= f.size();
         c.wire.pop_front();
       } else {
-        f.written += left;
-        left = 0;
+        f.written += used;
       }
     }
+    if (turn >= kTurnBytes &&
+        (!c.wire.empty() || !c.control_queue.empty() || (data_allowed && !c.round_robin.empty()))) {
+      // The rest goes on the next turn: EPOLLOUT fires at once while the socket has room.
+      end_turn();
+      arm_epollout(c);
+      return;
+    }
   }
+  end_turn();
   c.want_write = false;
   if (c.epollout_armed) {
     c.epollout_armed = false;
@@ -482,6 +524,13 @@ void MeshFabric::write_some(Connection& c) {
   }
   if (c.close_after_flush) {
     close_connection(c, "", false);
+  }
+}
+
+void MeshFabric::arm_epollout(Connection& c) {
+  if (!c.epollout_armed) {
+    c.epollout_armed = true;
+    loop_.modify_fd(c.fd, EPOLLIN | EPOLLOUT);
   }
 }
 
@@ -503,7 +552,8 @@ void MeshFabric::flush() {
   // still alive): iterate over a copy.
   std::vector<Connection*> pending;
   for (auto& [fd, c] : connections_) {
-    if (c->want_write) {
+    // A connection waiting for EPOLLOUT (a full socket, or the rest of a turn) goes on then.
+    if (c->want_write && !c->epollout_armed) {
       pending.push_back(c.get());
     }
   }

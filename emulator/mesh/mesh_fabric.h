@@ -59,7 +59,16 @@ struct MeshStats {
   std::uint64_t refused_peers = 0;
   std::uint64_t peers = 0;
   std::uint64_t nodes_lost = 0;  // established peers lost (closed, silent, removed)
+  // What the rest of the instance (doorbells, completions, other peers) can wait behind, in
+  // bytes: the most read from / written to one connection before the event loop moved on.
+  std::uint64_t max_read_turn_bytes = 0;
+  std::uint64_t max_write_turn_bytes = 0;
+  // The most bytes written on a connection between a small data frame (payload up to
+  // kSmallFrameBytes: a latency message, an ACK) being queued and its own first byte.
+  std::uint64_t max_bytes_ahead_of_small_frame = 0;
 };
+
+inline constexpr std::uint32_t kSmallFrameBytes = 64u << 10;
 
 // The TCP mesh: node 0 (the manager) assigns node ids, distributes the topology with the
 // GID -> node table and watches liveness; data goes directly between nodes (full mesh, the
@@ -109,6 +118,8 @@ class MeshFabric final : public Fabric {
   bool on_control(Connection& c, const FrameHeader& h, std::span<const std::byte> body);
   void on_readable(Connection& c);
   void write_some(Connection& c);
+  // Asks the event loop for EPOLLOUT on `c`, once.
+  void arm_epollout(Connection& c);
   void send_control(Connection& c, std::uint8_t op, std::basic_string<std::byte> body);
   void reject(Connection& c, const std::string& reason);
   void close_connection(Connection& c, const std::string& reason, bool lost = true);

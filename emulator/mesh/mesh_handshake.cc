@@ -213,6 +213,11 @@ bool MeshFabric::Connection::on_challenge(FrameOp op, ByteReader& r) {
     }
     return false;
   }
+  if (!registering && node != kUnassignedNode && node != peer) {
+    mesh.close_connection(*this,
+                          fmt::format("dialed node {} at {}, found node {}", peer, label, node));
+    return false;
+  }
   ByteWriter w;
   w.raw(make_proof(mesh.config_.token, "dialer", peer_nonce, my_nonce));
   mesh.send_control(*this, static_cast<std::uint8_t>(FrameOp::kAuthenticate), w.bytes());
@@ -221,8 +226,11 @@ bool MeshFabric::Connection::on_challenge(FrameOp op, ByteReader& r) {
     send_registration();
     mesh.peers_[0] = this;
   } else {
-    peer = node;
-    mesh.log_.info("mesh: connected to node {} at {}", node, label);
+    // The peer is the node the topology named (dial() set it), not the id in its challenge: a
+    // worker can accept before it has read its own id (the manager's reply to its registration
+    // still in its socket) while the topology naming it already reached this node. Taking the
+    // id from the challenge then made this connection drop every frame of that peer.
+    mesh.log_.info("mesh: connected to node {} at {}", peer, label);
   }
   mesh.count_peer(*this);
   mesh.write_some(*this);

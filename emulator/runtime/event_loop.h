@@ -38,7 +38,8 @@ class EventLoop {
   // Runs `task` at `when` (once). Returns an id for cancel_timer.
   std::uint64_t add_timer(Clock::time_point when, std::function<void()> task);
   void cancel_timer(std::uint64_t id);
-  // Called after every iteration that did work (batched notifications go out here).
+  // Called when the pollers did work and after each fd handler, so that what one produced
+  // (frames to write, completions to notify: batched here) does not wait for the next one.
   void set_after_work(std::function<void()> hook) { after_work_ = std::move(hook); }
   // Extra deadline source (the engine's RNR timers) and what to run when it passes.
   void set_deadline_source(std::function<std::optional<Clock::time_point>()> source,
@@ -49,9 +50,15 @@ class EventLoop {
   // Lets run() go again after a stop() (a fuzz harness drives the loop in steps).
   void restart() { stop_ = false; }
   bool stopping() const { return stop_; }
+  // Yields after fd handlers that took longer than kSlowYield to give the CPU back (a CPU-bound
+  // neighbour's time slice); each one stops yielding between turns for kNoTurnYields.
+  std::uint64_t slow_yields() const { return slow_yields_; }
+  static constexpr auto kSlowYield = std::chrono::milliseconds(1);
+  static constexpr auto kNoTurnYields = std::chrono::milliseconds(100);
 
  private:
   bool run_due_timers();
+  void yield_between_turns();
   std::optional<Clock::time_point> next_deadline() const;
 
   int epoll_fd_ = -1;
@@ -70,6 +77,8 @@ class EventLoop {
   std::function<void()> after_work_;
   std::function<std::optional<Clock::time_point>()> deadline_source_;
   std::function<void()> on_deadline_;
+  Clock::time_point turn_yields_from_{};
+  std::uint64_t slow_yields_ = 0;
 };
 
 }  // namespace ernic::emu

@@ -106,6 +106,7 @@ struct Counters {
   const EngineStats* engine;
   const MeshStats* mesh;
   const ShmFrontEnd* front;
+  const EventLoop* loop;
 };
 
 // Returns why the file could not be written (out of descriptors, disk full), or "".
@@ -132,7 +133,13 @@ std::string write_stats(const std::string& path, const Counters& c) {
     text += fmt::format("mesh_malformed_frames : {}\n", c.mesh->malformed_frames);
     text += fmt::format("mesh_refused_peers : {}\n", c.mesh->refused_peers);
     text += fmt::format("mesh_nodes_lost : {}\n", c.mesh->nodes_lost);
+    text += fmt::format("mesh_max_read_turn_bytes : {}\n", c.mesh->max_read_turn_bytes);
+    text += fmt::format("mesh_max_write_turn_bytes : {}\n", c.mesh->max_write_turn_bytes);
+    text += fmt::format("mesh_max_bytes_ahead_of_small_frame : {}\n",
+                        c.mesh->max_bytes_ahead_of_small_frame);
   }
+  // Yields between turns that lost the CPU for more than a millisecond (EventLoop::kSlowYield).
+  text += fmt::format("loop_slow_yields : {}\n", c.loop->slow_yields());
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
@@ -276,8 +283,8 @@ int run_instance(const InstanceConfig& config) {
     log.info("ernic: signal {} received, stopping", info.ssi_signo);
     loop.stop();
   });
-  StatsFile stats(config.stats_file, {&engine.stats(), mesh ? &mesh->stats() : nullptr, &front},
-                  log);
+  StatsFile stats(config.stats_file,
+                  {&engine.stats(), mesh ? &mesh->stats() : nullptr, &front, &loop}, log);
   auto update_stats = [&stats] { stats.update(); };
   std::function<void()> stats_tick = [&] {
     update_stats();
