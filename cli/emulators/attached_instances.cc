@@ -4,8 +4,11 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 
+#include "emulators/instance_machines.h"
 #include "run/leftovers.h"
 #include "supervisor.h"
 
@@ -23,21 +26,37 @@ std::string describe_instance(const json& instance) {
                      instance.value("role", std::string("?")), instance.value("pid", 0L));
 }
 
+// An SSH round trip per check: instances on other machines are looked at this often at most.
+constexpr auto kRemoteCheckInterval = std::chrono::seconds(2);
+
 class AttachedInstances final : public RunningEmulator {
  public:
   AttachedInstances(std::string kind, json instances)
-      : kind_(std::move(kind)), instances_(std::move(instances)) {}
+      : kind_(std::move(kind)), instances_(std::move(instances)) {
+    for (const auto& instance : instances_) {
+      if (auto remote = remote_instance_of(instance)) {
+        remote_.push_back(std::move(*remote));
+      }
+    }
+  }
 
   // A gone instance first: the peers that lost it only echo its death.
   std::string check_alive() override {
+    std::lock_guard lock(mutex_);
     for (const auto& instance : instances_) {
-      if (!process_running(instance.value("pid", pid_t{0}))) {
+      if (!instance.contains("remote") && !process_running(instance.value("pid", pid_t{0}))) {
         return fmt::format("{}, left running by `ernicctl up`, is gone; last log lines:{}",
                            describe_instance(instance),
                            emu::Supervisor::tail(text_at(instance, "log"), 10));
       }
     }
+    if (std::string dead = check_remote(); !dead.empty()) {
+      return dead;
+    }
     for (const auto& instance : instances_) {
+      if (instance.contains("remote")) {
+        continue;
+      }
       const auto stats = emu::Supervisor::read_stats(text_at(instance, "stats"));
       if (auto lost = stats.find("mesh_nodes_lost"); lost != stats.end() && lost->second != "0") {
         return fmt::format("{} lost {} mesh peer(s); last log lines:{}",
@@ -58,8 +77,57 @@ class AttachedInstances final : public RunningEmulator {
   json manifest() const override { return {{"instances", instances_}}; }
 
  private:
+  // Instances on other machines, through a login to each (made again when it was lost): a
+  // gone one first, then one that lost a mesh peer.
+  std::string check_remote() {
+    if (remote_.empty() || Clock::now() < next_remote_check_) {
+      return "";
+    }
+    next_remote_check_ = Clock::now() + kRemoteCheckInterval;
+    const RemoteInstance* checking = nullptr;
+    try {
+      for (const auto& remote : remote_) {
+        checking = &remote;
+        Host& host = machine(remote);
+        if (std::string condition = remote_condition(host, remote); condition != "up") {
+          return fmt::format("{}, left running by `ernicctl up`, is {}; {}", remote.describe(),
+                             condition, last_lines(host, remote));
+        }
+      }
+      for (const auto& remote : remote_) {
+        checking = &remote;
+        Host& host = machine(remote);
+        const auto stats = remote_stats(host, remote.stats);
+        if (auto lost = stats.find("mesh_nodes_lost"); lost != stats.end() && lost->second != "0") {
+          return fmt::format("{} lost {} mesh peer(s); {}", remote.describe(), lost->second,
+                             last_lines(host, remote));
+        }
+      }
+    } catch (const std::exception& e) {
+      machines_.clear();
+      return fmt::format("{}, left running by `ernicctl up`, cannot be checked: {}",
+                         checking->describe(), e.what());
+    }
+    return "";
+  }
+  Host& machine(const RemoteInstance& remote) {
+    auto& host = machines_[remote.on];
+    if (host == nullptr || !host->check_alive().empty()) {
+      host = reconnect(remote);
+    }
+    return *host;
+  }
+  static std::string last_lines(Host& host, const RemoteInstance& remote) {
+    return fmt::format("last log lines ({} on {}):\n{}", remote.log, remote.on,
+                       trimmed(run_to_end(host, {"tail", "-n", "10", remote.log}).out));
+  }
+
   std::string kind_;
   json instances_;
+  std::vector<RemoteInstance> remote_;
+  std::mutex mutex_;
+  std::map<std::string, std::unique_ptr<Host>> machines_;
+  Clock::time_point next_remote_check_{};
 };
 
 }  // namespace
@@ -76,6 +144,9 @@ std::unique_ptr<RunningEmulator> EmulatorKind::attach(const nlohmann::json& inst
 std::vector<std::string> rebuilt_instance_programs(const json& instances) {
   std::vector<std::string> rebuilt;
   for (const auto& instance : instances) {
+    if (instance.contains("remote")) {
+      continue;  // its pid is another machine's
+    }
     const std::string exe = fmt::format("/proc/{}/exe", instance.value("pid", 0L));
     std::error_code unreadable;
     std::string program = std::filesystem::read_symlink(exe, unreadable).string();

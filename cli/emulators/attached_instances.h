@@ -10,7 +10,8 @@
 namespace ernic {
 
 // Emulator instances `ernicctl up` left running (their manifest entries: id, role, pid, log,
-// stats, socket), watched by pid: gone, or having lost a mesh peer, is dead. Stopping them is
+// stats, socket), watched by pid: gone, or having lost a mesh peer, is dead. Those placed on
+// another machine (a `remote` entry) are watched there, over a login to it. Stopping them is
 // `ernicctl down`'s business, so this never does.
 std::unique_ptr<RunningEmulator> attached_instances(std::string kind, nlohmann::json instances);
 

@@ -161,9 +161,6 @@ class EmbeddedEmulator final : public EmulatorKind {
   }
   std::unique_ptr<RunningEmulator> start(const Config& config, EmulatorContext& context) override {
     if (auto plan = placed_plan(config, context)) {
-      if (context.bring_up) {
-        throw std::runtime_error(kPlacedUpRefusal);
-      }
       return start_placed(*plan, context);
     }
     emu::SupervisorConfig settings = settings_of(config, context);

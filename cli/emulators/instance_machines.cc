@@ -7,6 +7,8 @@
 #include <thread>
 
 #include "common/edit_distance.h"
+#include "hosts/ssh_host.h"
+#include "supervisor.h"
 
 namespace ernic {
 namespace fs = std::filesystem;
@@ -109,8 +111,6 @@ CommandResult run_to_end(Host& host, std::vector<std::string> argv,
   return command->wait(Clock::now());
 }
 
-namespace {
-
 // Teardown of one machine's directory: the kept files into the run directory, then the
 // directory (token, sockets, a copied program) removed.
 void collect_and_remove(Host& host, const std::string& on, const std::string& dir,
@@ -134,8 +134,6 @@ void collect_and_remove(Host& host, const std::string& on, const std::string& di
   }
 }
 
-}  // namespace
-
 void prepare_machine_dir(Host& host, const std::string& on, const std::string& dir,
                          const fs::path& kept, std::function<std::vector<std::string>()> kept_files,
                          CleanupStack& cleanup) {
@@ -149,6 +147,160 @@ void prepare_machine_dir(Host& host, const std::string& on, const std::string& d
                [&host, on, dir, kept, kept_files = std::move(kept_files)] {
                  collect_and_remove(host, on, dir, kept, kept_files());
                });
+}
+
+namespace {
+using nlohmann::json;
+
+json endpoint_record(const SshEndpoint& endpoint) {
+  return {{"host", endpoint.host},
+          {"port", endpoint.port},
+          {"user", endpoint.user},
+          {"key", endpoint.key.string()}};
+}
+
+SshEndpoint endpoint_of(const json& record) {
+  return SshEndpoint{.host = record.at("host").get<std::string>(),
+                     .port = record.at("port").get<std::uint16_t>(),
+                     .user = record.value("user", ""),
+                     .key = record.value("key", "")};
+}
+
+json ssh_record(const SshConnectOptions& options) {
+  json record = {{"target", endpoint_record(options.target)},
+                 {"known_hosts", options.known_hosts.string()},
+                 {"jump_known_hosts", options.jump_known_hosts.string()},
+                 {"host_key_policy", host_key_policy_name(options.host_key_policy)},
+                 {"connect_timeout_ms", options.connect_timeout.count()},
+                 {"keepalive_ms", options.keepalive.count()},
+                 {"alive_timeout_ms", options.alive_timeout.count()}};
+  if (options.jump) {
+    record["jump"] = endpoint_record(*options.jump);
+  }
+  return record;
+}
+
+SshConnectOptions ssh_options_of(const json& record, const std::string& label) {
+  SshConnectOptions options;
+  options.label = label;
+  options.target = endpoint_of(record.at("target"));
+  if (record.contains("jump")) {
+    options.jump = endpoint_of(record["jump"]);
+  }
+  options.known_hosts = record.value("known_hosts", "");
+  options.jump_known_hosts = record.value("jump_known_hosts", "");
+  options.host_key_policy = parse_host_key_policy(record.value("host_key_policy", "strict"))
+                                .value_or(HostKeyPolicy::kStrict);
+  options.connect_timeout = std::chrono::milliseconds(record.value("connect_timeout_ms", 10000));
+  options.keepalive = std::chrono::milliseconds(record.value("keepalive_ms", 5000));
+  options.alive_timeout = std::chrono::milliseconds(record.value("alive_timeout_ms", 5000));
+  return options;
+}
+
+// Whether the pid still is the instance: it runs, with the socket among its arguments.
+constexpr const char* kIsOurs =
+    "ours() { kill -s 0 \"$1\" 2>/dev/null && tr '\\000' '\\n' </proc/\"$1\"/cmdline | "
+    "grep -qxF -- \"$2\"; }; ";
+
+CommandResult checked(Host& host, std::vector<std::string> argv, const std::string& what) {
+  CommandResult result = run_to_end(host, std::move(argv));
+  if (!result.ok()) {
+    throw std::runtime_error(
+        fmt::format("{} on {}: {} {}", what, host.name(), result.describe(), trimmed(result.err)));
+  }
+  return result;
+}
+
+}  // namespace
+
+std::string RemoteInstance::describe() const {
+  return fmt::format("instance {} ({} on {}, pid {})", id, role, on, pid);
+}
+
+json remote_record(const RemoteInstance& remote) {
+  return {{"host", remote.on},
+          {"address", remote.address},
+          {"dir", remote.dir},
+          {"log", remote.log},
+          {"stats", remote.stats},
+          {"token_file", remote.token_file},
+          {"ssh", ssh_record(remote.ssh)}};
+}
+
+std::optional<RemoteInstance> remote_instance_of(const json& instance) {
+  if (!instance.contains("remote")) {
+    return std::nullopt;
+  }
+  const json& remote = instance["remote"];
+  try {
+    RemoteInstance found{.id = instance.value("id", 0),
+                         .role = instance.value("role", ""),
+                         .pid = instance.value("pid", pid_t{0}),
+                         .socket = instance.value("socket", ""),
+                         .on = remote.at("host").get<std::string>(),
+                         .address = remote.value("address", ""),
+                         .dir = remote.at("dir").get<std::string>(),
+                         .log = remote.value("log", ""),
+                         .stats = remote.value("stats", ""),
+                         .token_file = remote.value("token_file", ""),
+                         .ssh = {}};
+    found.ssh = ssh_options_of(remote.at("ssh"), found.on);
+    return found;
+  } catch (const json::exception& e) {
+    throw std::runtime_error(
+        fmt::format("emulator instance {} in the state has an unreadable `remote` entry: {}",
+                    instance.value("id", 0), e.what()));
+  }
+}
+
+std::unique_ptr<Host> reconnect(const RemoteInstance& remote) {
+  return std::make_unique<SshHost>(remote.on, remote.address, remote.ssh);
+}
+
+std::string remote_condition(Host& host, const RemoteInstance& remote) {
+  CommandResult result = checked(
+      host,
+      {"sh", "-c",
+       std::string(kIsOurs) +
+           "if ours \"$1\" \"$2\"; then if [ -S \"$2\" ]; then echo up; else echo 'no socket'; "
+           "fi; else echo gone; fi",
+       "sh", std::to_string(remote.pid), remote.socket},
+      fmt::format("checking {}", remote.describe()));
+  return trimmed(result.out);
+}
+
+std::map<std::string, std::string> remote_stats(Host& host, const std::string& stats) {
+  CommandResult read = run_to_end(host, {"cat", stats}, std::chrono::seconds(5));
+  return read.ok() ? emu::Supervisor::parse_stats(read.out) : std::map<std::string, std::string>{};
+}
+
+bool stop_remote_group(Host& host, pid_t pid, const std::string& socket,
+                       std::chrono::milliseconds grace) {
+  const long ticks = std::max<long>(1, static_cast<long>(grace.count() / 50));
+  CommandResult result =
+      checked(host,
+              {"sh", "-c",
+               std::string(kIsOurs) +
+                   "ours \"$1\" \"$2\" || { echo gone; exit 0; }; "
+                   "kill -s TERM -- -\"$1\" 2>/dev/null || kill -s TERM \"$1\"; i=0; "
+                   "while kill -s 0 -- -\"$1\" 2>/dev/null && [ $i -lt \"$3\" ]; do sleep 0.05; "
+                   "i=$((i+1)); done; kill -s KILL -- -\"$1\" 2>/dev/null; echo stopped",
+               "sh", std::to_string(pid), socket, std::to_string(ticks)},
+              fmt::format("stopping the emulator instance with pid {}", pid));
+  return trimmed(result.out) == "stopped";
+}
+
+pid_t start_detached(Host& host, const std::vector<std::string>& argv, const std::string& log) {
+  std::vector<std::string> command = {
+      "sh", "-c", "log=$1; shift; setsid \"$@\" >\"$log\" 2>&1 </dev/null & echo $!", "sh", log};
+  command.insert(command.end(), argv.begin(), argv.end());
+  CommandResult started = checked(host, std::move(command), "starting " + argv.front());
+  try {
+    return static_cast<pid_t>(std::stol(trimmed(started.out)));
+  } catch (const std::exception&) {
+    throw std::runtime_error(fmt::format("starting {} on {} printed no pid: '{}'", argv.front(),
+                                         host.name(), trimmed(started.out)));
+  }
 }
 
 void InstanceLog::on_output(OutputStream /*stream*/, std::string_view data) {

@@ -4,26 +4,32 @@
 // that finish during teardown, and the instance's output kept as it arrives.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "emulators/emulator_kind.h"
+#include "hosts/ssh_connection.h"
 
 namespace ernic {
 
 // What the `on:` of an instance says for this machine (also the default).
 inline constexpr const char* kThisMachine = "local";
 
-// Why `ernicctl up` refuses the list form.
+// Why `ernicctl up` refuses the external kind's list form.
 inline constexpr const char* kPlacedUpRefusal =
-    "instances on other machines cannot be left running by `ernicctl up` yet "
+    "external servers on other machines cannot be left running by `ernicctl up` yet "
     "(`emulator.instances` is a list with `on:`): use `ernicctl run`, which starts and stops them "
     "on their machines, or give `up` a count (`--set emulator.instances=N`) to run them all on "
     "this machine";
@@ -71,6 +77,49 @@ void prepare_machine_dir(Host& host, const std::string& on, const std::string& d
                          const std::filesystem::path& kept,
                          std::function<std::vector<std::string>()> kept_files,
                          CleanupStack& cleanup);
+
+// An instance `ernicctl up` left running on another machine, as up.json records it (the
+// `remote` object of its manifest entry beside id, role, pid, socket): enough for status,
+// `run --attach` and down to log in again and find it.
+struct RemoteInstance {
+  int id = 0;
+  std::string role;
+  pid_t pid = 0;  // also its process group (started by setsid)
+  std::string socket;
+  std::string on;  // the scenario's host
+  std::string address;
+  std::string dir;  // the run's directory there: token file, log, stats (and a copied ernicctl)
+  std::string log;
+  std::string stats;
+  std::string token_file;
+  SshConnectOptions ssh;  // how `up` reached it
+
+  // "instance 2 (worker on B, pid 123)"
+  std::string describe() const;
+};
+
+// The `remote` object of a manifest entry, and back; nullopt for an instance on this machine.
+nlohmann::json remote_record(const RemoteInstance& remote);
+std::optional<RemoteInstance> remote_instance_of(const nlohmann::json& instance);
+// Logs in to the machine again, as `up` did. Throws SshError naming it.
+std::unique_ptr<Host> reconnect(const RemoteInstance& remote);
+
+// "up", "no socket" or "gone": the pid runs with the socket on its command line (pids get
+// reused), and the socket exists. Throws when the host does not answer.
+std::string remote_condition(Host& host, const RemoteInstance& remote);
+// Its stats file there; empty when it cannot be read.
+std::map<std::string, std::string> remote_stats(Host& host, const std::string& stats);
+// SIGTERM to its process group, SIGKILL after `grace`. False when it was gone already. Throws
+// when the host does not answer.
+bool stop_remote_group(Host& host, pid_t pid, const std::string& socket,
+                       std::chrono::milliseconds grace);
+// Starts `argv` on `host` in a session of its own (it survives the SSH session and ernicctl),
+// stdin from /dev/null, stdout and stderr to `log` there; its pid (= its process group).
+pid_t start_detached(Host& host, const std::vector<std::string>& argv, const std::string& log);
+// `files` on `host` copied into `kept` (one missing file is named, not fatal for the others),
+// then `dir` removed; throws naming what failed.
+void collect_and_remove(Host& host, const std::string& on, const std::string& dir,
+                        const std::filesystem::path& kept, const std::vector<std::string>& files);
 
 // An instance's output as it arrives (its stdout and stderr over SSH, or a child's), kept in
 // the run directory; the first 64 KiB stay in memory (a manager's port, a ready line).

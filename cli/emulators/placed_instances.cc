@@ -11,6 +11,7 @@
 #include "common/interrupt.h"
 #include "common/version.h"
 #include "hosts/local_host.h"
+#include "hosts/ssh_host.h"
 #include "runtime/instance.h"
 
 namespace ernic {
@@ -82,6 +83,11 @@ struct StartedInstance {
   bool copied = false;  // ernicctl was uploaded to its machine
   bool ready = false;
   double start_s = 0;  // start to ready
+  // `ernicctl up`: started in a session of its own, its output in `machine_log` there; `command`
+  // then follows that log (and ends with the instance) until `up` leaves it running.
+  bool detached = false;
+  pid_t pid = 0;
+  std::string machine_log;
   std::shared_ptr<InstanceLog> log;
   std::unique_ptr<RunningCommand> command;  // after `log`: destroyed before it
 };
@@ -102,7 +108,8 @@ std::map<std::string, std::string> stats_of(StartedInstance& instance) {
   return read.ok() ? emu::Supervisor::parse_stats(read.out) : std::map<std::string, std::string>{};
 }
 
-// What teardown keeps of one machine's instances: their final stats.
+// What teardown keeps of one machine's instances: their final stats (and a detached one's
+// log, which it wrote there).
 std::vector<std::string> kept_stats(PlacedState& state, const std::string& on) {
   std::lock_guard lock(state.mutex);
   std::vector<std::string> files;
@@ -110,8 +117,29 @@ std::vector<std::string> kept_stats(PlacedState& state, const std::string& on) {
     if (instance->placement.on == on && instance->ready) {
       files.push_back(instance->info.stats.string());
     }
+    if (instance->placement.on == on && instance->detached && instance->pid > 0) {
+      files.push_back(instance->machine_log);
+    }
   }
   return files;
+}
+
+void stop_instance(StartedInstance& instance) {
+  if (instance.detached && instance.pid > 0) {
+    stop_remote_group(*instance.host, instance.pid, instance.info.socket.string(), kStopGrace);
+  }
+  if (instance.command) {
+    instance.command->stop(kStopGrace);
+  }
+}
+
+// How `up` reached the instance's machine, for whoever checks or stops it later.
+SshConnectOptions connection_of(const StartedInstance& instance) {
+  const auto* ssh = dynamic_cast<const SshHost*>(instance.host);
+  if (ssh == nullptr) {
+    throw std::logic_error(fmt::format("host {} is not reached over SSH", instance.placement.on));
+  }
+  return ssh->options();
 }
 
 // The ernicctl that runs the instances on `host`: one that prints our version, else ours copied
@@ -199,18 +227,47 @@ class RunningPlaced final : public RunningEmulator {
   nlohmann::json manifest() const override {
     nlohmann::json instances = nlohmann::json::array();
     for (const auto& instance : state_->instances) {
-      instances.push_back({{"id", instance->info.id},
-                           {"role", instance->info.role},
-                           {"on", instance->placement.on},
-                           {"pid", 0},
-                           {"mac", instance->info.mac},
-                           {"socket", instance->info.socket.string()},
-                           {"gids", instance->info.gids},
-                           {"log", instance->info.log.string()},
-                           {"stats", instance->info.stats.string()},
-                           {"vm", {{"attached", false}}}});
+      instances.push_back(
+          {{"id", instance->info.id},
+           {"role", instance->info.role},
+           {"on", instance->placement.on},
+           {"pid", instance->pid},
+           {"mac", instance->info.mac},
+           {"socket", instance->info.socket.string()},
+           {"gids", instance->info.gids},
+           {"log", instance->detached ? instance->machine_log : instance->info.log.string()},
+           {"stats", instance->info.stats.string()},
+           {"vm", {{"attached", false}}}});
+      if (instance->detached && !instance->placement.local()) {
+        const std::string dir = instance->info.socket.parent_path().string();
+        instances.back()["remote"] =
+            remote_record(RemoteInstance{.id = instance->info.id,
+                                         .role = instance->info.role,
+                                         .pid = instance->pid,
+                                         .socket = instance->info.socket.string(),
+                                         .on = instance->placement.on,
+                                         .address = instance->host->address(),
+                                         .dir = dir,
+                                         .log = instance->machine_log,
+                                         .stats = instance->info.stats.string(),
+                                         .token_file = dir + "/mesh.token",
+                                         .ssh = connection_of(*instance)});
+      }
     }
     return {{"instances", instances}};
+  }
+  // `ernicctl up`: the instances run in sessions of their own; what followed their logs stops.
+  bool detach() override {
+    std::lock_guard lock(state_->mutex);
+    for (auto& instance : state_->instances) {
+      if (!instance->detached) {
+        return false;
+      }
+    }
+    for (auto& instance : state_->instances) {
+      instance->command->stop(std::chrono::milliseconds(200));
+    }
+    return true;
   }
 
  private:
@@ -240,6 +297,12 @@ void launch(StartedInstance& instance, const PlacedPlan& plan, const std::string
   for (auto& arg : emu::instance_arguments(config, instance.info, manager)) {
     spec.argv.push_back(std::move(arg));
   }
+  if (instance.detached) {
+    instance.pid = start_detached(*instance.host, spec.argv, instance.machine_log);
+    // Its log, followed until the instance ends (tail --pid), is what readiness is read from.
+    spec.argv = {
+        "tail", fmt::format("--pid={}", instance.pid), "-n", "+1", "-F", instance.machine_log};
+  }
   instance.command = instance.host->start(spec, instance.log.get());
   const auto deadline = started + plan.common.ready_timeout;
   static const std::regex kReady(emu::kReadyLine);
@@ -259,6 +322,21 @@ void launch(StartedInstance& instance, const PlacedPlan& plan, const std::string
   }
   instance.ready = true;
   instance.start_s = std::chrono::duration<double>(Clock::now() - started).count();
+}
+
+// `ernicctl up`: status, `run --attach` and down log in to each instance's machine again, which
+// they can only do for hosts reached over SSH.
+void check_reachable_later(const PlacedPlan& plan, const EmulatorContext& context,
+                           Host& this_machine) {
+  for (const Placement& placement : plan.placements) {
+    if (!placement.local() &&
+        dynamic_cast<SshHost*>(&placement_host(placement, context, this_machine)) == nullptr) {
+      throw std::runtime_error(fmt::format(
+          "emulator instance {} is placed on {}, which is not reached over SSH: `ernicctl up` "
+          "leaves instances running only on this machine or on hosts it logs in to",
+          placement.id, placement.on));
+    }
+  }
 }
 
 }  // namespace
@@ -339,6 +417,9 @@ HostFacts planned_placed_facts(const PlacedPlan& plan, const EmulatorContext& co
 
 std::unique_ptr<RunningEmulator> start_placed(const PlacedPlan& plan, EmulatorContext& context) {
   auto state = std::make_shared<PlacedState>();
+  if (context.bring_up) {
+    check_reachable_later(plan, context, state->this_machine);
+  }
   fs::create_directories(plan.run_dir / "emulator");
   struct Prepared {
     std::string ernicctl;
@@ -379,6 +460,8 @@ std::unique_ptr<RunningEmulator> start_placed(const PlacedPlan& plan, EmulatorCo
     instance->ernicctl = prepared[placement.on].ernicctl;
     instance->copied = prepared[placement.on].copied;
     instance->log = std::make_shared<InstanceLog>(instance->info.log);
+    instance->detached = context.bring_up;
+    instance->machine_log = (fs::path(dir) / instance->info.log.filename()).string();
     StartedInstance& started = *instance;
     std::size_t index = 0;
     {
@@ -387,11 +470,7 @@ std::unique_ptr<RunningEmulator> start_placed(const PlacedPlan& plan, EmulatorCo
       state->instances.push_back(std::move(instance));
     }
     context.cleanup->push(fmt::format("stop emulator {}", where(started.info, placement)),
-                          [state, index] {
-                            if (auto& command = state->instances[index]->command) {
-                              command->stop(kStopGrace);
-                            }
-                          });
+                          [state, index] { stop_instance(*state->instances[index]); });
     launch(started, plan, manager);
     if (placement.id == 1) {
       manager = fmt::format("{}:{}", bind, started.info.mesh_port);

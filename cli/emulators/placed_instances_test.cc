@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "hosts/local_host.h"
 #include "platform/platform.h"
 #include "run/executor.h"
 #include "run/testing/run_harness.h"
@@ -90,22 +91,26 @@ TEST_CASE("placed instances: a bad entry is a located error", "[emulator][placed
   CHECK(errors.find("the emulator has 1 instance, there is no instance 2") != std::string::npos);
 }
 
-TEST_CASE("placed instances: `up` refuses them before starting anything", "[emulator][placed]") {
+TEST_CASE("placed instances: `up` refuses hosts it cannot log in to again, before starting",
+          "[emulator][placed]") {
   const Platform platform = builtin_platform();
   LoadResult loaded = load_scenario_text(platform, scenario_with(kPlaced), "placed.yaml", {});
   REQUIRE(loaded.scenario);
   CleanupStack cleanup;
+  // hostA runs commands on this machine (as a local or netns host does), not over SSH: status,
+  // `run --attach` and down could not find its instance again.
+  LocalHost host_a("hostA", "10.9.0.1");
   EmulatorContext context{.run_dir = std::filesystem::temp_directory_path() / "ernic-placed-up",
                           .run_token = "abcdef",
                           .cleanup = &cleanup,
                           .bring_up = true,
-                          .host = {}};
+                          .host = [&](const std::string& name) -> Host* {
+                            return name == "hostA" ? &host_a : nullptr;
+                          }};
   EmulatorKind* kind = platform.emulator_kind("embedded");
   CHECK_THROWS_WITH(kind->start(loaded.scenario->emulator.config, context),
-                    Catch::Contains("instances on other machines cannot be left running by "
-                                    "`ernicctl up` yet") &&
-                        Catch::Contains("use `ernicctl run`") &&
-                        Catch::Contains("--set emulator.instances=N"));
+                    Catch::Contains("emulator instance 1 is placed on hostA, which is not "
+                                    "reached over SSH"));
   CHECK(cleanup.size() == 0);
   CHECK_FALSE(std::filesystem::exists(context.run_dir));
 }

@@ -102,6 +102,9 @@ InstanceLinks link_instance_files(const json& instances, const fs::path& state_d
                                   const fs::path& log_dir) {
   InstanceLinks result;
   for (const auto& instance : instances) {
+    if (instance.contains("remote")) {
+      continue;  // its files are on its machine
+    }
     std::string id = std::to_string(instance.at("id").get<int>());
     for (const auto& [key, link] : {std::pair{"stats", state_dir / (id + ".stats")},
                                     std::pair{"log", log_dir / (id + ".log")}}) {

@@ -42,7 +42,8 @@ std::optional<nlohmann::json> read_state(const StateFlags& flags);
 std::optional<nlohmann::json> read_state_or_say(const StateFlags& flags);
 
 // Links STATE_DIR/<id>.stats and LOG_DIR/<id>.log to each instance's live stats file and log
-// (the `stats` and `log` of the manifest's instances), replacing stale links. up.json records
+// (the `stats` and `log` of the manifest's instances), replacing stale links; instances on
+// other machines (a `remote` entry) get none. up.json records
 // the links made, so that `down` removes exactly them; a link that cannot be made is a problem
 // to report, not a reason to lose the state of what runs.
 struct InstanceLinks {

@@ -1,6 +1,7 @@
 // `ernicctl down`: removes what `up` started, and whatever killed runs left. Everything a run
 // creates carries its token, so run/leftovers.cc finds it without a state; the state adds the
-// instances `up` recorded (their sockets may be anywhere) and the files it linked.
+// instances `up` recorded (their sockets may be anywhere, instances placed on other machines
+// are stopped there over SSH) and the files it linked.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <set>
 
 #include "commands/bringup/bringup_state.h"
+#include "emulators/instance_machines.h"
 #include "run/leftovers.h"
 
 namespace ernic {
@@ -38,8 +40,8 @@ void add_recorded_instances(const json& state, LeftoverScan& scan) {
     return;
   }
   for (const auto& instance : state.value("instances", json::array())) {
-    if (!instance.contains("pid") || !instance.contains("socket")) {
-      continue;
+    if (!instance.contains("pid") || !instance.contains("socket") || instance.contains("remote")) {
+      continue;  // an instance on another machine has another machine's pid
     }
     auto pid = instance["pid"].get<pid_t>();
     std::string pid_text = std::to_string(pid);
@@ -54,8 +56,72 @@ void add_recorded_instances(const json& state, LeftoverScan& scan) {
   }
 }
 
+constexpr auto kStopGrace = std::chrono::milliseconds(2000);
+
+// The instances `up` left on other machines, stopped over a login to each (TERM to the process
+// group, KILL after a grace period), their logs and stats copied into the up run's directory
+// and their directory there (token file, sockets) removed. Errors name the machines not
+// reached; their instances are not in `done`, so the state kept for a later `down` has them.
+struct RemoteStops {
+  std::vector<std::string> errors;
+  std::set<int> done;  // ids
+  int stopped = 0;
+};
+
+RemoteStops stop_remote_instances(const json& state, bool list_only) {
+  RemoteStops result;
+  // Workers before the manager (the manager's machine last): a worker whose manager is gone
+  // ends by itself, and what it had to say is then not down's report.
+  std::vector<std::pair<std::string, std::vector<RemoteInstance>>> by_machine;
+  const json recorded = state.value("instances", json::array());
+  for (auto it = recorded.rbegin(); it != recorded.rend(); ++it) {
+    if (auto remote = remote_instance_of(*it)) {
+      auto machine = std::find_if(by_machine.begin(), by_machine.end(),
+                                  [&](const auto& known) { return known.first == remote->on; });
+      if (machine == by_machine.end()) {
+        machine = by_machine.insert(by_machine.end(), {remote->on, {}});
+      }
+      machine->second.push_back(std::move(*remote));
+    }
+  }
+  const fs::path kept = fs::path(state.value("run_dir", ".")) / "emulator";
+  for (const auto& [on, instances] : by_machine) {
+    if (list_only) {
+      for (const auto& remote : instances) {
+        fmt::print("{}  emulator {} in {} on {}\n", state.value("run_token", ""), remote.describe(),
+                   remote.dir, on);
+      }
+      continue;
+    }
+    try {
+      auto host = reconnect(instances.front());
+      std::vector<std::string> files;
+      for (const auto& remote : instances) {
+        bool was_running = stop_remote_group(*host, remote.pid, remote.socket, kStopGrace);
+        fmt::print("{} emulator {}\n",
+                   was_running ? "stopped" : "already gone:", remote.describe());
+        result.stopped += was_running ? 1 : 0;
+        files.insert(files.end(), {remote.log, remote.stats});
+      }
+      fs::create_directories(kept);
+      collect_and_remove(*host, on, instances.front().dir, kept, files);
+      for (const auto& remote : instances) {
+        result.done.insert(remote.id);
+      }
+      fmt::print("removed {} on {} (token file, sockets)\n", instances.front().dir, on);
+    } catch (const std::exception& e) {
+      result.errors.push_back(
+          fmt::format("emulator instances on {} not stopped: {}", on, e.what()));
+    }
+  }
+  return result;
+}
+
 int down(const StateFlags& flags, bool list_only) {
   auto state = read_state(flags);
+  // First the instances on other machines: this machine's scan must not mistake them for its
+  // own leftovers (machines simulated by namespaces share this process table).
+  RemoteStops remote = state ? stop_remote_instances(*state, list_only) : RemoteStops{};
   // Everything of the run `up` started, and of every run whose ernicctl is gone.
   LeftoverScan scan = find_leftovers({}, libvirt_uris_of(state));
   if (state) {
@@ -64,6 +130,7 @@ int down(const StateFlags& flags, bool list_only) {
   for (const auto& note : scan.notes) {
     std::cerr << "note: " << note << "\n";
   }
+  scan.errors.insert(scan.errors.end(), remote.errors.begin(), remote.errors.end());
   for (const auto& error : scan.errors) {
     std::cerr << "error: " << error << "\n";
   }
@@ -89,7 +156,16 @@ int down(const StateFlags& flags, bool list_only) {
     }
   }
   if (state && !scan.errors.empty()) {
-    // It names the hosts not reached: the next `down` tries them again.
+    // It names the hosts not reached: the next `down` tries them again, and only the instances
+    // not stopped.
+    json left = json::array();
+    for (const auto& instance : state->value("instances", json::array())) {
+      if (!remote.done.contains(instance.value("id", 0))) {
+        left.push_back(instance);
+      }
+    }
+    (*state)["instances"] = left;
+    write_atomically(state_file(flags), *state);
     std::cerr << fmt::format("state kept in {}: run `ernicctl down` again once they answer\n",
                              state_file(flags).string());
   } else if (state) {
@@ -98,7 +174,10 @@ int down(const StateFlags& flags, bool list_only) {
     fs::remove(manifest_file(flags), ignored);
     fs::remove(state_file(flags), ignored);
   }
-  fmt::print("down: {} removed{}\n", scan.found.size() - static_cast<std::size_t>(failures),
+  fmt::print("down: {} removed{}{}\n", scan.found.size() - static_cast<std::size_t>(failures),
+             remote.stopped > 0
+                 ? fmt::format(", {} emulator instances stopped on other machines", remote.stopped)
+                 : "",
              failures > 0 ? fmt::format(", {} could not be", failures) : "");
   return failures > 0 || !scan.errors.empty() ? kExitFailed : kExitOk;
 }

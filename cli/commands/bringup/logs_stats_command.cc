@@ -1,14 +1,18 @@
 // `ernicctl logs N` and `ernicctl stats N [--summary]`: one emulator instance's log and its
-// statistics file, as rocm-ernic's helper prints them.
+// statistics file, as rocm-ernic's helper prints them (read over SSH for an instance `up` placed
+// on another machine).
 #include <fmt/format.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 
 #include "commands/bringup/bringup_state.h"
 #include "common/units.h"
+#include "emulators/instance_machines.h"
+#include "supervisor.h"
 
 namespace ernic {
 namespace {
@@ -29,16 +33,33 @@ std::optional<json> instance_of(const StateFlags& flags, int id) {
   return std::nullopt;
 }
 
+// The instance's log or stats file (`key`), here or on its machine; nothing when unreadable.
+std::optional<std::string> instance_file(const json& instance, const std::string& key) {
+  if (auto remote = remote_instance_of(instance)) {
+    CommandResult read =
+        run_to_end(*reconnect(*remote), {"cat", key == "log" ? remote->log : remote->stats});
+    return read.ok() ? std::optional(read.out) : std::nullopt;
+  }
+  std::ifstream in(instance[key].get<std::string>());
+  if (!in) {
+    return std::nullopt;
+  }
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
 int logs(const StateFlags& flags, int id, int lines) {
   auto instance = instance_of(flags, id);
   if (!instance) {
     return kExitBadInput;
   }
-  std::ifstream in((*instance)["log"].get<std::string>());
-  if (!in) {
-    std::cerr << fmt::format("cannot read {}\n", (*instance)["log"].get<std::string>());
+  auto text = instance_file(*instance, "log");
+  if (!text) {
+    std::cerr << fmt::format(
+        "cannot read {}{}\n", (*instance)["log"].get<std::string>(),
+        instance->contains("remote") ? " on " + (*instance)["remote"].value("host", "?") : "");
     return kExitFailed;
   }
+  std::istringstream in(*text);
   std::vector<std::string> kept;
   for (std::string line; std::getline(in, line);) {
     kept.push_back(line);
@@ -52,26 +73,14 @@ int logs(const StateFlags& flags, int id, int lines) {
   return kExitOk;
 }
 
-// The stats file has `key : value` lines, rewritten every second by the instance.
-std::map<std::string, std::string> read_stats(const fs::path& file) {
-  std::map<std::string, std::string> values;
-  std::ifstream in(file);
-  for (std::string line; std::getline(in, line);) {
-    auto colon = line.find(" : ");
-    if (colon != std::string::npos) {
-      values[line.substr(0, colon)] = line.substr(colon + 3);
-    }
-  }
-  return values;
-}
-
 int stats(const StateFlags& flags, int id, bool summary) {
   auto instance = instance_of(flags, id);
   if (!instance) {
     return kExitBadInput;
   }
   fs::path file = (*instance)["stats"].get<std::string>();
-  auto values = read_stats(file);
+  // `key : value` lines, rewritten every second by the instance.
+  auto values = emu::Supervisor::parse_stats(instance_file(*instance, "stats").value_or(""));
   if (values.empty()) {
     std::cerr << fmt::format("no statistics in {} yet\n", file.string());
     return kExitFailed;

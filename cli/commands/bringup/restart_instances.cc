@@ -62,6 +62,15 @@ int restart_instances(const StateFlags& flags, const std::vector<std::string>& s
     std::cerr << fmt::format("{} runs no emulator instances: nothing to restart\n", scenario->name);
     return kExitBadInput;
   }
+  for (const auto& instance : old_instances) {
+    if (instance.contains("remote")) {
+      std::cerr << fmt::format(
+          "instance {} runs on {}: `--restart-instances` restarts instances on this machine only; "
+          "`ernicctl down` and `ernicctl up` again\n",
+          instance.value("id", 0), instance["remote"].value("host", "?"));
+      return kExitBadInput;
+    }
+  }
   fmt::print("stopping {} instances of run {}\n", old_instances.size(),
              (*state)["run_token"].get<std::string>());
   stop_recorded_instances(old_instances);

@@ -1,11 +1,12 @@
 // `ernicctl status`: what `up` left and whether it still runs. Each host's provider judges its
 // own hosts (a namespace still there, a domain still active); instances are judged by their
-// process and socket.
+// process and socket, over a login to its machine for one placed on another (`on: HOST`).
 #include <fmt/format.h>
 
 #include <iostream>
 
 #include "commands/bringup/bringup_state.h"
+#include "emulators/instance_machines.h"
 #include "hosts/provider.h"
 #include "platform/platform.h"
 #include "run/leftovers.h"
@@ -22,6 +23,21 @@ std::string host_condition(const json& host, const Platform& platform) {
   }
   return provider->host_condition(
       host.value("facts", json::object()).get<std::map<std::string, std::string>>());
+}
+
+// An instance on another machine: its state and stats there, through one login per machine.
+json remote_status(const RemoteInstance& remote,
+                   std::map<std::string, std::unique_ptr<Host>>& machines) {
+  try {
+    auto& host = machines[remote.on];
+    if (host == nullptr) {
+      host = reconnect(remote);
+    }
+    return {{"state", remote_condition(*host, remote)},
+            {"stats", remote_stats(*host, remote.stats)}};
+  } catch (const std::exception& e) {
+    return {{"state", "unreachable"}, {"error", e.what()}};
+  }
 }
 
 json current_status(const json& state, const Platform& platform) {
@@ -44,16 +60,22 @@ json current_status(const json& state, const Platform& platform) {
                                {"instance", facts.value("emulator_instance", "")},
                                {"state", condition}});
   }
+  std::map<std::string, std::unique_ptr<Host>> machines;
   for (const auto& instance : state["instances"]) {
-    bool running = process_running(instance["pid"].get<pid_t>());
-    bool socket = fs::exists(instance["socket"].get<std::string>());
-    std::string condition = running && socket ? "up" : running ? "no socket" : "gone";
-    all_up = all_up && condition == "up";
-    report["instances"].push_back({{"id", instance["id"]},
-                                   {"role", instance["role"]},
-                                   {"pid", instance["pid"]},
-                                   {"socket", instance["socket"]},
-                                   {"state", condition}});
+    json entry = {{"id", instance["id"]},
+                  {"role", instance["role"]},
+                  {"on", instance.value("on", std::string(kThisMachine))},
+                  {"pid", instance["pid"]},
+                  {"socket", instance["socket"]}};
+    if (auto remote = remote_instance_of(instance)) {
+      entry.update(remote_status(*remote, machines));
+    } else {
+      bool running = process_running(instance["pid"].get<pid_t>());
+      bool socket = fs::exists(instance["socket"].get<std::string>());
+      entry["state"] = running && socket ? "up" : running ? "no socket" : "gone";
+    }
+    all_up = all_up && entry["state"] == "up";
+    report["instances"].push_back(entry);
   }
   report["up"] = all_up;
   return report;
@@ -73,9 +95,20 @@ void print_status(const json& report) {
                instance.empty() ? "" : ", attached to instance " + instance);
   }
   for (const auto& instance : report["instances"]) {
-    fmt::print("  instance {} {:<8} pid {:<8} {}\n", instance["id"].get<int>(),
+    const std::string on = instance["on"].get<std::string>();
+    std::string details = on == kThisMachine ? "" : " on " + on;
+    if (instance.contains("error")) {
+      details += ": " + instance["error"].get<std::string>();
+    }
+    if (instance.contains("stats")) {
+      const json& stats = instance["stats"];
+      details +=
+          fmt::format(", mesh peers {}, clients {}, {} bytes sent", stats.value("mesh_peers", "?"),
+                      stats.value("clients", "?"), stats.value("bytes_sent", "?"));
+    }
+    fmt::print("  instance {} {:<8} pid {:<8} {}{}\n", instance["id"].get<int>(),
                instance["role"].get<std::string>(), instance["pid"].get<long>(),
-               instance["state"].get<std::string>());
+               instance["state"].get<std::string>(), details);
   }
   const json& last = report["last_attached_run"];
   if (last.is_object()) {

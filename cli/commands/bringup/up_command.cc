@@ -81,9 +81,10 @@ void print_up(const Scenario& scenario, const RunResult& result, const json& sta
     fmt::print("  host {:<10} {:<9} {}\n", host.name, host.provider, host.address);
   }
   for (const auto& instance : state["instances"]) {
-    fmt::print("  instance {} {:<8} pid {}  {}\n", instance["id"].get<int>(),
+    const std::string on = instance.value("on", "local");
+    fmt::print("  instance {} {:<8} pid {}  {}{}\n", instance["id"].get<int>(),
                instance["role"].get<std::string>(), instance["pid"].get<long>(),
-               instance["socket"].get<std::string>());
+               instance["socket"].get<std::string>(), on == "local" ? "" : " on " + on);
   }
   if (!state["instances"].empty()) {
     fmt::print("  stats in {}/ID.stats, logs in {}/ID.log\n", flags.state_dir,
