@@ -18,6 +18,20 @@
 
 namespace ernic::emu {
 
+// Waits (observing every few milliseconds, at most `limit`) until `done()` holds; returns whether
+// it did.
+template <typename Done>
+bool observe(Done done, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
 // A TCP port for a test's out-of-band listener: below the kernel's ephemeral range (32768 and
 // up, where any program's outgoing connection may hold a port) and above the blocks ernicctl
 // runs reserve (20000-27999); spread by pid, so concurrent test processes differ.

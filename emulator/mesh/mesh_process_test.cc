@@ -33,20 +33,18 @@ int run_to_exit(const std::vector<std::string>& args, const std::filesystem::pat
 // ready once it registered with the manager; the worker-to-worker connections of the full mesh
 // come after, and a send to a node without a connection fails instead of waiting.
 bool mesh_complete(const Supervisor& supervisor, int peers, std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    bool complete = true;
-    for (const auto& instance : supervisor.instances()) {
-      const auto stats = Supervisor::read_stats(instance.stats);
-      const auto found = stats.find("mesh_peers");
-      complete = complete && found != stats.end() && found->second == std::to_string(peers);
-    }
-    if (complete) {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return false;
+  return observe(
+      [&] {
+        for (const auto& instance : supervisor.instances()) {
+          const auto stats = Supervisor::read_stats(instance.stats);
+          const auto found = stats.find("mesh_peers");
+          if (found == stats.end() || found->second != std::to_string(peers)) {
+            return false;
+          }
+        }
+        return true;
+      },
+      timeout);
 }
 
 TEST_CASE("three instances carry verified traffic between every pair") {

@@ -86,19 +86,6 @@ std::uint64_t stat(const std::filesystem::path& file, const std::string& key) {
   return it == stats.end() ? 0 : std::stoull(it->second);
 }
 
-// Waits (observing, at most `limit`) until `done()` holds; returns whether it did.
-template <typename Done>
-bool observe(Done done, std::chrono::seconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      return false;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
-
 // Issue 12 item 7: a latency test beside bulk WRITEs waited milliseconds because an instance
 // read one connection for up to 16 MiB (and wrote one until EAGAIN) before it served anything
 // else, and 1 MiB of other QPs' frames was committed ahead of every new frame. Asserted in
