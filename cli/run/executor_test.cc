@@ -284,6 +284,28 @@ TEST_CASE("executor: a dead emulator instance stops the run naming it", "[execut
   CHECK(h.world.events_starting("stop instances").size() == 1);
 }
 
+TEST_CASE("executor: an instance whose death shows only after its client failed is named",
+          "[executor]") {
+  Harness h(embedded_scenario_text("[send, write]"));
+  auto& kind = h.fakes.kind("embedded");
+  kind.dead = "instance 2 (worker on B) exited: killed by signal 9";
+  kind.dead_from = std::chrono::steady_clock::time_point::max();
+  h.world.script = [&kind](const std::string& host, const CommandSpec&) {
+    Scripted scripted;
+    if (host == "g2") {
+      // The client saw its peer go first; the instance's exit reaches check_alive 0.4 s later
+      // (an exit status over SSH, a stats file written every second).
+      scripted.result.exit_code = 1;
+      kind.dead_from = std::chrono::steady_clock::now() + std::chrono::milliseconds(400);
+    }
+    return scripted;
+  };
+  RunResult result = h.run();
+  CHECK(result.status == RunStatus::kFailed);
+  CHECK(result.fatal_error.find("instance 2 (worker on B) exited") != std::string::npos);
+  CHECK(result.points[1].reason == "not run");
+}
+
 // What `up` left for scenario_text()'s hosts, as run --attach reads it from up.json.
 Attachment fake_attachment(std::vector<std::string> hosts = {"a", "b"}) {
   Attachment attachment{.scenario_name = "fake",

@@ -30,6 +30,8 @@ constexpr auto kServerStopGrace = std::chrono::seconds(1);
 // one round trip to its sshd (no process starts on it), so this costs the measurement nothing.
 constexpr auto kHostCheckInterval = std::chrono::seconds(1);
 constexpr auto kInstanceCheckInterval = std::chrono::milliseconds(250);
+// How long after a failed point an instance's death may still be on its way to check_alive.
+constexpr auto kDeathSettle = std::chrono::milliseconds(1500);
 // How many times a repetition runs again after a failure its tool declared retryable
 // (ParseOutcome::retryable_cause: transient, saying nothing about the device).
 constexpr int kMaxRetries = 2;
@@ -85,6 +87,21 @@ std::string headline_of(const PlannedPoint& point, const PointResult& result) {
 void Executor::stop_if_environment_gone() {
   if (auto gone = environment_gone(); !gone.empty()) {
     throw EnvironmentGone(fmt::format("stopping: {}", gone));
+  }
+  if (!emulator_ || !runner_.executes()) {
+    return;
+  }
+  // An instance's death can reach a point's result (its client lost the peer) a moment before
+  // it reaches check_alive (the exit status of an instance started over SSH, the lost-peer
+  // counter in a stats file written every second). Look again for a moment before calling the
+  // failure the tool's: otherwise the run goes on, or ends naming the client, not the instance.
+  const auto deadline = Clock::now() + kDeathSettle;
+  while (Clock::now() < deadline) {
+    std::this_thread::sleep_for(kDeathSettle / 10);
+    throw_if_interrupted();
+    if (auto dead = runner_.check_alive(*emulator_); !dead.empty()) {
+      throw EnvironmentGone(fmt::format("stopping: emulator {}", dead));
+    }
   }
 }
 

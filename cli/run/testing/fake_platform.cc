@@ -75,7 +75,9 @@ class FakeRunningEmulator final : public RunningEmulator {
  public:
   FakeRunningEmulator(const FakeEmulatorKind& kind, std::vector<HostFacts> facts)
       : kind_(kind), facts_(std::move(facts)) {}
-  std::string check_alive() override { return kind_.dead; }
+  std::string check_alive() override {
+    return std::chrono::steady_clock::now() >= kind_.dead_from.load() ? kind_.dead : "";
+  }
   int instance_count() const override { return static_cast<int>(facts_.size()); }
   HostFacts facts_for(int instance) const override { return facts_.at(instance - 1); }
   nlohmann::json record() const override { return {{"kind", kind_.name()}}; }

@@ -4,6 +4,8 @@
 // records what it applies. Everything that happens is appended to one World log, in order.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -134,6 +136,9 @@ class FakeEmulatorKind final : public EmulatorKind {
   std::unique_ptr<RunningEmulator> attach(const nlohmann::json& instances,
                                           EmulatorContext& context) override;
   std::string dead;
+  // From when `dead` shows in check_alive (set while the run goes on: the watchdog reads it).
+  std::atomic<std::chrono::steady_clock::time_point> dead_from{
+      std::chrono::steady_clock::time_point::min()};
 
  private:
   World& world_;
