@@ -212,12 +212,12 @@ TEST_CASE("perf short bandwidth run beside CPU-bound neighbours is not slowed pe
   const auto elapsed = std::chrono::steady_clock::now() - started;
   CHECK(doc["verify"] == true);
   CHECK(doc["results"][0]["iterations"] == 128);
-  // 512 MiB through loopback on a third of a CPU: about a second (several under sanitizers).
-  CHECK(elapsed < std::chrono::seconds(10));
   CHECK(supervisor.check_alive().empty());
-  // An instance writes its stats once more when it stops. Each slow yield (a neighbour's time
-  // slice) stops the yields between turns for 100 ms: at most about one per 100 ms (twice that
-  // here, for the time around `elapsed`), not one per 128 KiB turn (4096 of them each way).
+  // Asserted in slow yields, not in time (1-3 s here, 15 s under sanitizers on a busy machine):
+  // each slow yield (a neighbour's time slice) stops the yields between turns for 100 ms, so
+  // there are at most about one per 100 ms (twice that here, for the time around `elapsed`),
+  // not one per 128 KiB turn (4096 of them each way) as when the stall took 19 s. An instance
+  // writes its stats once more when it stops.
   supervisor.stop();
   const auto elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
   for (const auto& instance : supervisor.instances()) {
