@@ -13,7 +13,7 @@
 #include "common/units.h"
 #include "history/statistics.h"
 #include "run/executor.h"
-#include "run/fairness.h"
+#include "run/point_headline.h"
 #include "run/step_log.h"
 #include "run/sustained.h"
 
@@ -43,43 +43,6 @@ class EnvironmentGone : public std::runtime_error {
 
 std::string first_line(const std::string& text) {
   return text.substr(0, text.find('\n'));
-}
-
-std::string metric_unit(const Benchmark& tool, const std::string& name) {
-  for (const auto& metric : tool.metrics()) {
-    if (metric.name == name) {
-      return metric.unit;
-    }
-  }
-  return "";
-}
-
-std::string headline_of(const PlannedPoint& point, const PointResult& result) {
-  if (result.status != PointStatus::kPassed || result.samples.empty()) {
-    return result.reason;
-  }
-  std::string headline = point.tool->headline_metric(point.params);
-  if (point.entry->multi_tenant()) {
-    std::vector<double> values;
-    for (const auto& sample : result.samples) {
-      if (auto it = sample.metrics.find(headline); it != sample.metrics.end()) {
-        values.push_back(it->second);
-      }
-    }
-    std::string text = fmt::format("{} {:.4g} {} (median of {} tenants)", headline, median(values),
-                                   metric_unit(*point.tool, headline), point.entry->tenants.size());
-    if (auto fairness = point_fairness(result)) {
-      text += ", " + describe_fairness(*fairness);
-    }
-    return text;
-  }
-  for (const auto& metric : point.tool->metrics()) {
-    auto it = result.samples.back().metrics.find(metric.name);
-    if (metric.name == headline && it != result.samples.back().metrics.end()) {
-      return fmt::format("{} {:.4g} {}", metric.name, it->second, metric.unit);
-    }
-  }
-  return "";
 }
 
 }  // namespace
@@ -154,7 +117,7 @@ void Executor::run_points() {
       PointResult& result = result_.points[static_cast<std::size_t>(index)];
       result.duration_s = duration_s;
       status_.point_finished(index, total, member.id, result.status == PointStatus::kPassed,
-                             headline_of(member, result));
+                             point_headline(member, result));
       failed = failed || result.status == PointStatus::kFailed;
     }
     if (failed) {
