@@ -171,12 +171,18 @@ class Engine final : public FabricReceiver {
   std::unordered_map<Handle, CompletionQueue> cqs_;
   std::map<std::uint32_t, QueuePair> qps_;
   EngineStats stats_;
-  // The nodes whose frame in flight place() accepted: delivered() acts on that frame. Kept per
-  // sending node because frames of different peers interleave (one mesh connection each, a
-  // payload may arrive over several reads); each node's frames arrive in order.
-  std::vector<NodeId> accepted_from_;
+  // The frames in flight that place() accepted, by sending node and local QP: delivered() acts
+  // on that frame. Frames of different peers, and of different QPs of one peer, interleave (a
+  // connection each, and a payload may arrive over several reads); the frames one node sends
+  // to one QP arrive in order, as the fabric keeps each QP's frames on one connection.
+  struct InFlight {
+    NodeId from;
+    std::uint32_t qpn;
+    bool operator==(const InFlight&) const = default;
+  };
+  std::vector<InFlight> accepted_in_flight_;
   bool accepted_ = false;  // the frame place_frame() is looking at was accepted
-  bool take_accepted(NodeId from);
+  bool take_accepted(InFlight frame);
   WriteObserver write_observer_;
 };
 

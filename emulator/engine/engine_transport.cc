@@ -92,22 +92,22 @@ void Engine::responder_error(QueuePair& q, std::uint32_t msn, NakCode code, WcSt
   send_control(q, FrameOp::kNak, msn, code);
 }
 
-bool Engine::take_accepted(NodeId from) {
-  auto it = std::find(accepted_from_.begin(), accepted_from_.end(), from);
-  if (it == accepted_from_.end()) {
+bool Engine::take_accepted(InFlight frame) {
+  auto it = std::find(accepted_in_flight_.begin(), accepted_in_flight_.end(), frame);
+  if (it == accepted_in_flight_.end()) {
     return false;
   }
-  *it = accepted_from_.back();
-  accepted_from_.pop_back();
+  *it = accepted_in_flight_.back();
+  accepted_in_flight_.pop_back();
   return true;
 }
 
 Placement Engine::place(NodeId from, const FrameHeader& h) {
-  take_accepted(from);  // an earlier frame of `from` that was never delivered
+  take_accepted({from, h.dst_qpn});  // an earlier frame there that was never delivered
   accepted_ = false;
   const Placement placement = place_frame(from, h);
   if (accepted_) {
-    accepted_from_.push_back(from);
+    accepted_in_flight_.push_back({from, h.dst_qpn});
   }
   return placement;
 }
@@ -224,7 +224,7 @@ Placement Engine::place_read_response(QueuePair& q, const FrameHeader& h) {
 }
 
 void Engine::delivered(NodeId from, const FrameHeader& h) {
-  if (!take_accepted(from)) {
+  if (!take_accepted({from, h.dst_qpn})) {
     return;
   }
   auto it = qps_.find(h.dst_qpn);
@@ -379,7 +379,7 @@ std::optional<Clock::time_point> Engine::next_deadline() const {
 }
 
 void Engine::peer_lost(NodeId node) {
-  take_accepted(node);
+  std::erase_if(accepted_in_flight_, [node](const InFlight& f) { return f.from == node; });
   for (auto& [qpn, q] : qps_) {
     if (q.remote_node == node && (q.state == QpState::kRtr || q.state == QpState::kRts)) {
       fail_head(q, WcStatus::kRetryExceeded);

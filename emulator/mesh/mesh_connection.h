@@ -80,7 +80,10 @@ struct MeshFabric::Connection final : FrameReader::Sink {
   int fd;
   bool dialer;
   bool registering = false;  // this is the worker's connection to the manager
-  bool counted = false;      // counted in stats_.peers: uncounted exactly once when it closes
+  std::uint32_t lane = 0;    // 0: the peer's primary connection; else an extra data lane
+  std::string dial_host;     // what dial() connected to, for the lanes that follow
+  std::uint16_t dial_port = 0;
+  bool counted = false;  // counted in stats_.peers: uncounted exactly once when it closes
   bool close_after_flush = false;
   bool accepted = false;
   bool in_handshake = false;  // accepted, not yet authenticated: counted in unauthenticated_

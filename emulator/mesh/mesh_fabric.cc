@@ -140,7 +140,8 @@ void MeshFabric::dial_manager_attempt() {
   dial(config_.manager_host, config_.port, 0, true);
 }
 
-void MeshFabric::dial(const std::string& host, std::uint16_t port, NodeId peer, bool registering) {
+void MeshFabric::dial(const std::string& host, std::uint16_t port, NodeId peer, bool registering,
+                      std::uint32_t lane) {
   sockaddr_in addr{};
   if (!parse_ipv4(host, addr)) {
     const std::string why = fmt::format("cannot resolve {}", host);
@@ -169,10 +170,14 @@ void MeshFabric::dial(const std::string& host, std::uint16_t port, NodeId peer, 
   auto conn = std::make_unique<Connection>(*this, fd, true);
   conn->registering = registering;
   conn->peer = registering ? 0 : peer;
-  conn->label = fmt::format("{}:{}", host, port);
+  conn->lane = lane;
+  conn->dial_host = host;
+  conn->dial_port = port;
+  conn->label = lane == 0 ? fmt::format("{}:{}", host, port)
+                          : fmt::format("{}:{} (lane {})", host, port, lane);
   Connection& c = *conn;
   connections_[fd] = std::move(conn);
-  if (!registering) {
+  if (!registering && lane == 0) {
     peers_[peer] = &c;
   }
   const int rc = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
@@ -252,10 +257,15 @@ void MeshFabric::close_connection(Connection& c, const std::string& reason, bool
   loop_.remove_fd(c.fd);
   close(c.fd);
   NodeId peer = c.peer;
+  if (c.lane > 0) {
+    close_lane(c, reason, lost, was_established);
+    return;
+  }
   auto it = peers_.find(peer);
   const bool owned_peer = it != peers_.end() && it->second == &c;
   if (owned_peer) {
     peers_.erase(it);
+    close_lanes(peer);
   }
   if (!reason.empty()) {
     if (was_established && owned_peer) {
@@ -330,11 +340,11 @@ void MeshFabric::send(NodeId to, const FrameHeader& header, const std::byte* pay
     self_frames_.push_back({header, payload});
     return;
   }
-  auto it = peers_.find(to);
-  if (it == peers_.end()) {
+  Connection* lane = data_connection(to, header.src_qpn, true);
+  if (lane == nullptr) {
     return;  // the engine learns of the loss through peer_lost()
   }
-  Connection& c = *it->second;
+  Connection& c = *lane;
   Connection::OutFrame f;
   f.header = encode_header(header);
   f.payload = payload;
@@ -362,11 +372,11 @@ void MeshFabric::cancel(NodeId to, std::uint32_t src_qpn, bool requests_only) {
   std::erase_if(self_frames_, [&](const SelfFrame& f) {
     return to == node_id_ && f.header.src_qpn == src_qpn && cancellable(f.header, requests_only);
   });
-  auto it = peers_.find(to);
-  if (it == peers_.end()) {
-    return;
+  Connection* lane = data_connection(to, src_qpn, false);
+  if (lane == nullptr) {
+    return;  // not connected, or the QP sent nothing there
   }
-  Connection& c = *it->second;
+  Connection& c = *lane;
   auto q = c.qp_queues.find(src_qpn);
   if (q != c.qp_queues.end()) {
     std::erase_if(q->second, [&](const Connection::OutFrame& f) {

@@ -42,6 +42,10 @@ struct MeshConfig {
   std::chrono::milliseconds handshake_timeout{5000};
   // Accepted connections still in the handshake; more are refused until some finish.
   std::size_t max_unauthenticated = 64;
+  // Connections to each peer besides the first, for data only. A QP's frames to a peer all go
+  // on one of them (its order kept), and QPs are spread over them, so a latency test's frames
+  // never queue in the kernel's socket buffers behind another QP's bulk bytes.
+  std::uint32_t extra_lanes = 3;
 };
 
 struct MeshNode {
@@ -66,6 +70,7 @@ struct MeshStats {
   // The most bytes written on a connection between a small data frame (payload up to
   // kSmallFrameBytes: a latency message, an ACK) being queued and its own first byte.
   std::uint64_t max_bytes_ahead_of_small_frame = 0;
+  std::uint64_t lanes = 0;  // established extra connections to peers (MeshConfig::extra_lanes)
 };
 
 inline constexpr std::uint32_t kSmallFrameBytes = 64u << 10;
@@ -112,7 +117,18 @@ class MeshFabric final : public Fabric {
   void leave_handshake(Connection& c);
   // Why `c` may not be node c.claimed_peer, or empty when it may.
   std::string refuse_claim(const Connection& c) const;
-  void dial(const std::string& host, std::uint16_t port, NodeId peer, bool registering);
+  void dial(const std::string& host, std::uint16_t port, NodeId peer, bool registering,
+            std::uint32_t lane = 0);
+  // Dials the extra lanes to the peer of `primary`, the connection this node dialed.
+  void open_lanes(const Connection& primary);
+  // Why lane connection `c` may not join its peer, or empty when it may.
+  std::string refuse_lane(const Connection& c) const;
+  void add_lane(Connection& c);
+  // The connection QP `qpn`'s frames to `to` take; with `assign`, a QP seen the first time gets
+  // the next lane. Null when `to` is not connected (or, without `assign`, the QP sent nothing).
+  Connection* data_connection(NodeId to, std::uint32_t qpn, bool assign);
+  // The primary connection to `peer` closed: its lanes close with it.
+  void close_lanes(NodeId peer);
   void dial_manager_attempt();
   void on_connected(Connection& c);
   bool on_control(Connection& c, const FrameHeader& h, std::span<const std::byte> body);
@@ -123,6 +139,8 @@ class MeshFabric final : public Fabric {
   void send_control(Connection& c, std::uint8_t op, std::basic_string<std::byte> body);
   void reject(Connection& c, const std::string& reason);
   void close_connection(Connection& c, const std::string& reason, bool lost = true);
+  // close_connection() of an extra lane: an established lane lost takes its peer with it.
+  void close_lane(Connection& c, const std::string& reason, bool lost, bool was_established);
   // Counts an established connection in stats_.peers, once.
   void count_peer(Connection& c);
   void broadcast_topology();
@@ -140,7 +158,10 @@ class MeshFabric final : public Fabric {
   std::uint16_t listen_port_ = 0;
   std::unordered_map<int, std::unique_ptr<Connection>> connections_;
   std::vector<std::unique_ptr<Connection>> closed_;  // freed in flush(), never mid-callback
-  std::map<NodeId, Connection*> peers_;
+  std::map<NodeId, Connection*> peers_;              // each peer's primary connection
+  std::map<NodeId, std::vector<Connection*>> lanes_;
+  std::map<std::pair<NodeId, std::uint32_t>, std::uint32_t> qp_lanes_;  // 0: the primary
+  std::map<NodeId, std::uint32_t> next_lane_;
   std::vector<MeshNode> nodes_;
   std::unordered_map<std::string, NodeId> gid_to_node_;
   NodeId next_node_id_ = 1;

@@ -18,6 +18,10 @@ namespace {
 
 constexpr std::string_view kHandshakeMagic = "ERNIC-MESH";
 constexpr std::uint32_t kCapabilities = 1;  // bit 0: segmented data frames
+// Bits 8-15 of the hello's capabilities: which lane of its node a connection is (0: the
+// primary). A node that does not know lanes sends 0 and dials none.
+constexpr int kLaneShift = 8;
+constexpr std::uint32_t kLaneMask = 0xff;
 
 }  // namespace
 
@@ -72,7 +76,7 @@ void MeshFabric::on_connected(Connection& c) {
   w.u16(config_.version_major);
   w.u16(config_.version_minor);
   w.u32(c.registering ? kUnassignedNode : node_id_);
-  w.u32(kCapabilities);
+  w.u32(kCapabilities | (c.lane << kLaneShift));
   w.raw(c.my_nonce);
   send_control(c, static_cast<std::uint8_t>(FrameOp::kHello), w.bytes());
   write_some(c);
@@ -130,7 +134,7 @@ bool MeshFabric::Connection::on_hello(ByteReader& r) {
   const std::uint16_t major = r.u16();
   const std::uint16_t minor = r.u16();
   const NodeId node = r.u32();
-  r.u32();  // capabilities: nothing optional yet
+  lane = (r.u32() >> kLaneShift) & kLaneMask;
   r.bytes(peer_nonce);
   if (r.failed() || magic != kHandshakeMagic) {
     mesh.reject(*this, "not an ERNIC mesh handshake");
@@ -147,6 +151,9 @@ bool MeshFabric::Connection::on_hello(ByteReader& r) {
     return false;
   }
   claimed_peer = node;
+  if (lane > 0) {
+    label += fmt::format(" (lane {})", lane);
+  }
   ByteWriter w;
   w.u16(mesh.config_.version_major);
   w.u16(mesh.config_.version_minor);
@@ -166,6 +173,17 @@ bool MeshFabric::Connection::on_authenticate(FrameOp op, ByteReader& r) {
       !proofs_equal(proof, make_proof(mesh.config_.token, "dialer", my_nonce, peer_nonce))) {
     mesh.reject(*this, "authentication failed: the mesh token does not match");
     return false;
+  }
+  if (lane > 0) {
+    if (const std::string why = mesh.refuse_lane(*this); !why.empty()) {
+      mesh.reject(*this, why);
+      return false;
+    }
+    phase = Phase::kEstablished;
+    mesh.leave_handshake(*this);
+    peer = claimed_peer;
+    mesh.add_lane(*this);
+    return true;
   }
   if (const std::string why = mesh.refuse_claim(*this); !why.empty()) {
     mesh.reject(*this, why);
@@ -222,6 +240,11 @@ bool MeshFabric::Connection::on_challenge(FrameOp op, ByteReader& r) {
   w.raw(make_proof(mesh.config_.token, "dialer", peer_nonce, my_nonce));
   mesh.send_control(*this, static_cast<std::uint8_t>(FrameOp::kAuthenticate), w.bytes());
   phase = Phase::kEstablished;
+  if (lane > 0) {
+    mesh.add_lane(*this);
+    mesh.write_some(*this);
+    return true;
+  }
   if (registering) {
     send_registration();
     mesh.peers_[0] = this;
@@ -234,6 +257,9 @@ bool MeshFabric::Connection::on_challenge(FrameOp op, ByteReader& r) {
   }
   mesh.count_peer(*this);
   mesh.write_some(*this);
+  if (!registering) {
+    mesh.open_lanes(*this);  // the manager's lanes wait for this node's id (kWelcome)
+  }
   return true;
 }
 

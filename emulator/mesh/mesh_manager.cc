@@ -74,6 +74,7 @@ bool MeshFabric::Connection::on_manager_frame(FrameOp op, ByteReader& r) {
   if (op == FrameOp::kWelcome && registering) {
     mesh.node_id_ = r.u32();
     mesh.log_.info("mesh: registered with the manager at {} as node {}", label, mesh.node_id_);
+    mesh.open_lanes(*this);
     return true;
   }
   if (op == FrameOp::kTopology && registering) {

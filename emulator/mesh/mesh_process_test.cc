@@ -29,22 +29,28 @@ int run_to_exit(const std::vector<std::string>& args, const std::filesystem::pat
   return wait_exit(spawn_ernicctl(args, log), std::chrono::seconds(15));
 }
 
-// Whether every instance counts `peers` established mesh peers within `timeout`. An instance is
-// ready once it registered with the manager; the worker-to-worker connections of the full mesh
-// come after, and a send to a node without a connection fails instead of waiting.
-bool mesh_complete(const Supervisor& supervisor, int peers, std::chrono::seconds timeout) {
+// Whether the stats file of every instance says `value` for `key` within `timeout`.
+bool every_instance_counts(const Supervisor& supervisor, const std::string& key, int value,
+                           std::chrono::seconds timeout) {
   return observe(
       [&] {
         for (const auto& instance : supervisor.instances()) {
           const auto stats = Supervisor::read_stats(instance.stats);
-          const auto found = stats.find("mesh_peers");
-          if (found == stats.end() || found->second != std::to_string(peers)) {
+          const auto found = stats.find(key);
+          if (found == stats.end() || found->second != std::to_string(value)) {
             return false;
           }
         }
         return true;
       },
       timeout);
+}
+
+// Whether every instance counts `peers` established mesh peers within `timeout`. An instance is
+// ready once it registered with the manager; the worker-to-worker connections of the full mesh
+// come after, and a send to a node without a connection fails instead of waiting.
+bool mesh_complete(const Supervisor& supervisor, int peers, std::chrono::seconds timeout) {
+  return every_instance_counts(supervisor, "mesh_peers", peers, timeout);
 }
 
 TEST_CASE("three instances carry verified traffic between every pair") {
@@ -223,6 +229,54 @@ TEST_CASE("a malformed frame closes that connection and leaves the instance runn
   a.connect_to(b);
   b.connect_to(a);
   exchange(a, b, 4096, 3);
+}
+
+
+// One connection per peer made a latency test's frames wait behind the bulk bytes another QP
+// had put in the kernel's socket buffers (p99 of milliseconds beside one write_bw). Measured in
+// bytes, not time: how many bytes went out on a latency frame's connection between its being
+// queued and its first byte.
+TEST_CASE("a QP's latency frames do not queue behind another QP's bulk bytes") {
+  TestDir dir("mesh-lanes");
+  Supervisor supervisor;
+  supervisor.start(mesh_config(dir.path(), 2));
+  REQUIRE(every_instance_counts(supervisor, "mesh_lanes", 3, std::chrono::seconds(10)));
+  const auto& m = supervisor.instances()[0];
+  const auto& w = supervisor.instances()[1];
+  const auto perf = [&](const std::string& test, const std::string& socket, int port,
+                        std::vector<std::string> args, bool client) {
+    std::vector<std::string> all = {"perf", test, "--socket", socket, "-p", port_for_test(port)};
+    all.insert(all.end(), args.begin(), args.end());
+    if (client) {
+      all.push_back("127.0.0.1");
+    }
+    return spawn_ernicctl(all, dir.path() / (test + (client ? "-client.txt" : "-server.txt")));
+  };
+  const std::vector<std::string> bulk = {"-s", "1048576", "-D", "3"};
+  const pid_t bulk_server = perf("write_bw", m.socket.string(), 83, bulk, false);
+  const pid_t bulk_client = perf("write_bw", w.socket.string(), 83, bulk, true);
+  // The bulk QP sends first, so it has the first lane; the latency QP gets the next one.
+  REQUIRE(observe(
+      [&] {
+        const auto stats = Supervisor::read_stats(w.stats);
+        return stats.count("mesh_wire_bytes_sent") == 1 &&
+               std::stoull(stats.at("mesh_wire_bytes_sent")) > (64u << 20);
+      },
+      std::chrono::seconds(20)));
+  const std::vector<std::string> latency = {"-s", "4096", "-n", "300"};
+  const pid_t latency_server = perf("send_lat", m.socket.string(), 84, latency, false);
+  const pid_t latency_client = perf("send_lat", w.socket.string(), 84, latency, true);
+  CHECK(wait_exit(latency_client, std::chrono::seconds(60)) == 0);
+  CHECK(wait_exit(latency_server, std::chrono::seconds(10)) == 0);
+  CHECK(wait_exit(bulk_client, std::chrono::seconds(60)) == 0);
+  CHECK(wait_exit(bulk_server, std::chrono::seconds(10)) == 0);
+  CHECK(supervisor.check_alive().empty());
+  supervisor.stop();
+  const auto stats = Supervisor::read_stats(w.stats);
+  INFO(read_all(w.stats));
+  REQUIRE(stats.count("mesh_max_bytes_ahead_of_small_frame") == 1);
+  // Within its own QP's window; with one connection it was 0.5-1 MiB of the bulk QP's frames.
+  CHECK(std::stoull(stats.at("mesh_max_bytes_ahead_of_small_frame")) < (64u << 10));
 }
 
 }  // namespace

@@ -129,6 +129,7 @@ std::string write_stats(const std::string& path, const Counters& c) {
   if (c.mesh != nullptr) {
     text += fmt::format("mesh_peers : {}\n", c.mesh->peers);
     text += fmt::format("mesh_wire_bytes_sent : {}\n", c.mesh->wire_bytes_sent);
+    text += fmt::format("mesh_lanes : {}\n", c.mesh->lanes);
     text += fmt::format("mesh_wire_bytes_received : {}\n", c.mesh->wire_bytes_received);
     text += fmt::format("mesh_malformed_frames : {}\n", c.mesh->malformed_frames);
     text += fmt::format("mesh_refused_peers : {}\n", c.mesh->refused_peers);
