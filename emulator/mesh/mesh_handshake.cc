@@ -109,6 +109,10 @@ bool MeshFabric::on_control(Connection& c, const FrameHeader& h, std::span<const
     return false;
   }
   if (op == FrameOp::kHeartbeat && c.phase == Connection::Phase::kEstablished) {
+    if (c.lane > 0 && c.dialer && !c.lane_confirmed) {
+      c.lane_confirmed = true;  // the acceptor took the lane: frames may go on it now
+      add_lane(c);
+    }
     return true;
   }
   switch (c.phase) {
@@ -182,7 +186,12 @@ bool MeshFabric::Connection::on_authenticate(FrameOp op, ByteReader& r) {
     phase = Phase::kEstablished;
     mesh.leave_handshake(*this);
     peer = claimed_peer;
+    lane_confirmed = true;
     mesh.add_lane(*this);
+    // Tells the dialer its lane was taken; a refused one it never uses (frames sent on it
+    // would be lost with it).
+    mesh.send_control(*this, static_cast<std::uint8_t>(FrameOp::kHeartbeat), {});
+    mesh.write_some(*this);
     return true;
   }
   if (const std::string why = mesh.refuse_claim(*this); !why.empty()) {
@@ -241,8 +250,7 @@ bool MeshFabric::Connection::on_challenge(FrameOp op, ByteReader& r) {
   mesh.send_control(*this, static_cast<std::uint8_t>(FrameOp::kAuthenticate), w.bytes());
   phase = Phase::kEstablished;
   if (lane > 0) {
-    mesh.add_lane(*this);
-    mesh.write_some(*this);
+    mesh.write_some(*this);  // joins the lanes when the acceptor's first heartbeat comes
     return true;
   }
   if (registering) {
