@@ -28,6 +28,7 @@ struct EmulatorFlags {
   std::string bind = "127.0.0.1";
   std::string segment = "256KiB";
   unsigned spin_us = 20;
+  unsigned mesh_lanes = 3;
   std::string protocol_version;
   unsigned heartbeat_timeout_ms = 0;
   unsigned handshake_timeout_ms = 0;
@@ -123,6 +124,7 @@ int run(const EmulatorFlags& f) {
   }
   config.segment_size = static_cast<std::uint32_t>(*segment);
   config.spin = std::chrono::microseconds(f.spin_us);
+  config.mesh_lanes = f.mesh_lanes;
   config.heartbeat_timeout = std::chrono::milliseconds(f.heartbeat_timeout_ms);
   config.handshake_timeout = std::chrono::milliseconds(f.handshake_timeout_ms);
   if (!f.protocol_version.empty()) {
@@ -166,6 +168,10 @@ void register_commands(CLI::App& app, CommandContext& context) {
   cmd->add_option("--segment-size", flags->segment, "largest mesh data frame")
       ->capture_default_str();
   cmd->add_option("--spin-us", flags->spin_us, "busy-poll this long after activity, 0 = never")
+      ->capture_default_str();
+  cmd->add_option("--mesh-lanes", flags->mesh_lanes,
+                  "extra connections to each mesh peer, QPs spread over them (0 = one connection)")
+      ->check(CLI::Range(0u, 8u))
       ->capture_default_str();
   cmd->add_option("--mesh-protocol", flags->protocol_version)
       ->group("");  // test hook: speak another protocol version

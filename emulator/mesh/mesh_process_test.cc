@@ -173,6 +173,39 @@ TEST_CASE("a worker killed mid-transfer gives error completions and the rest kee
   CHECK_THAT(read_all(instances[0].log), Catch::Contains("lost node 2"));
 }
 
+// A node that takes no lanes (`--mesh-lanes 0`; an older node refuses them the same way)
+// refuses every lane a peer dials; the peer keeps its one connection and all its traffic.
+TEST_CASE("refused lanes leave the peer connected and its traffic whole") {
+  TestDir dir("lanes-refused");
+  Supervisor supervisor;
+  auto config = mesh_config(dir.path(), 1);
+  config.extra_args = {"--mesh-lanes", "0"};
+  supervisor.start(config);
+  const auto& manager = supervisor.instances()[0];
+  const auto socket = dir.path() / "w.sock";
+  const auto log = dir.path() / "w.log";
+  const auto stats = dir.path() / "w.stats";
+  const pid_t worker = spawn_ernicctl(
+      {"emulator", "--backend", "tcp:worker:127.0.0.1:" + std::to_string(manager.mesh_port),
+       "--socket", socket.string(), "--token-file", (dir.path() / "mesh.token").string(), "--gids",
+       "10.9.0.2", "--mesh-lanes", "3", "--log-file", log.string(), "--stats-file", stats.string()},
+      dir.path() / "w.out");
+  REQUIRE(observe(
+      [&] {
+        const auto s = Supervisor::read_stats(stats);
+        return s.count("mesh_peers") == 1 && s.at("mesh_peers") == "1" &&
+               read_all(manager.log).find("has all its 0 lanes") != std::string::npos;
+      },
+      std::chrono::seconds(15)));
+  exchange_between(manager.socket.string(), socket.string(), 21);
+  CHECK(Supervisor::read_stats(stats).at("mesh_lanes") == "0");
+  CHECK(supervisor.check_alive().empty());
+  CHECK(kill(worker, 0) == 0);
+  CHECK(read_all(log).find("lost node") == std::string::npos);
+  kill(worker, SIGTERM);
+  CHECK(wait_exit(worker, std::chrono::seconds(10)) == 0);
+}
+
 TEST_CASE("a wrong token and a wrong protocol version are refused with clear errors") {
   TestDir dir("refuse");
   Supervisor supervisor;
@@ -230,7 +263,6 @@ TEST_CASE("a malformed frame closes that connection and leaves the instance runn
   b.connect_to(a);
   exchange(a, b, 4096, 3);
 }
-
 
 // One connection per peer made a latency test's frames wait behind the bulk bytes another QP
 // had put in the kernel's socket buffers (p99 of milliseconds beside one write_bw). Measured in

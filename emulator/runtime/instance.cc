@@ -193,6 +193,7 @@ MeshConfig mesh_config(const InstanceConfig& config) {
   mc.token = config.token;
   mc.gids = config.gids;
   mc.mac = config.mac;
+  mc.extra_lanes = config.mesh_lanes;
   if (config.heartbeat_timeout.count() > 0) {
     mc.heartbeat_timeout = config.heartbeat_timeout;
     mc.heartbeat_interval = std::min(mc.heartbeat_interval, config.heartbeat_timeout / 4);
