@@ -190,6 +190,31 @@ TEST_CASE("a frame whose payload is still arriving survives frames of other peer
   CHECK(responder.stats().bytes_received == 100);
 }
 
+TEST_CASE("a frame whose payload is still arriving survives frames of its node to other QPs") {
+  // With lanes the mesh reads several connections per peer: node 0's WRITE segment for one QP
+  // is placed, and a frame of node 0 for another QP is placed and delivered before the
+  // segment's payload has all arrived.
+  Pair p;
+  Engine& responder = *p.sides[1].engine;
+  FrameHeader write;
+  write.op = FrameOp::kWrite;
+  write.flags = kFlagLast;
+  write.dst_qpn = p.sides[1].qpn;
+  write.src_qpn = p.sides[0].qpn;
+  write.payload_length = 100;
+  write.total_length = 100;
+  write.rkey = p.sides[1].keys.rkey;
+  write.remote_addr = p.sides[1].iova + 64;
+  REQUIRE(responder.place(0, write).destination == p.sides[1].memory.data() + 64);
+  FrameHeader other = write;  // to a QP this engine does not have: refused
+  other.dst_qpn = p.sides[1].qpn + 1000;
+  CHECK(responder.place(0, other).destination == nullptr);
+  responder.delivered(0, other);
+  CHECK(responder.stats().bytes_received == 0);
+  responder.delivered(0, write);
+  CHECK(responder.stats().bytes_received == 100);
+}
+
 TEST_CASE("a SEND without a receive gets an RNR NAK and succeeds on retry") {
   Pair p;
   p.fill(0, 0, 256, 5);
