@@ -160,11 +160,9 @@ TEST_CASE("RDMA WRITE and READ move data across segments") {
   CHECK(p.sides[0].engine->stats().rdma_read_bytes == 3333);
 }
 
-TEST_CASE("a frame whose payload is still arriving survives frames of other peers meanwhile") {
-  // The mesh reads one connection per peer: node 0's WRITE segment is placed, its payload
-  // arrives over several reads, and a frame of another node is placed and delivered in between.
-  Pair p;
-  Engine& responder = *p.sides[1].engine;
+// A one-segment WRITE of 100 bytes from side 0's QP to offset 64 of side 1's memory, as the
+// mesh hands it to side 1's engine.
+FrameHeader write_of_100_bytes(const Pair& p) {
   FrameHeader write;
   write.op = FrameOp::kWrite;
   write.flags = kFlagLast;
@@ -174,6 +172,15 @@ TEST_CASE("a frame whose payload is still arriving survives frames of other peer
   write.total_length = 100;
   write.rkey = p.sides[1].keys.rkey;
   write.remote_addr = p.sides[1].iova + 64;
+  return write;
+}
+
+TEST_CASE("a frame whose payload is still arriving survives frames of other peers meanwhile") {
+  // The mesh reads one connection per peer: node 0's WRITE segment is placed, its payload
+  // arrives over several reads, and a frame of another node is placed and delivered in between.
+  Pair p;
+  Engine& responder = *p.sides[1].engine;
+  const FrameHeader write = write_of_100_bytes(p);
   const Placement placement = responder.place(0, write);
   REQUIRE(placement.destination == p.sides[1].memory.data() + 64);
   FrameHeader other;  // an ACK from a node this QP is not connected to: refused
@@ -196,15 +203,7 @@ TEST_CASE("a frame whose payload is still arriving survives frames of its node t
   // segment's payload has all arrived.
   Pair p;
   Engine& responder = *p.sides[1].engine;
-  FrameHeader write;
-  write.op = FrameOp::kWrite;
-  write.flags = kFlagLast;
-  write.dst_qpn = p.sides[1].qpn;
-  write.src_qpn = p.sides[0].qpn;
-  write.payload_length = 100;
-  write.total_length = 100;
-  write.rkey = p.sides[1].keys.rkey;
-  write.remote_addr = p.sides[1].iova + 64;
+  const FrameHeader write = write_of_100_bytes(p);
   REQUIRE(responder.place(0, write).destination == p.sides[1].memory.data() + 64);
   FrameHeader other = write;  // to a QP this engine does not have: refused
   other.dst_qpn = p.sides[1].qpn + 1000;
