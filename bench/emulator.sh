@@ -10,7 +10,8 @@
 #   send_lat 4 KiB p99 beside write_bw 1 MiB / alone <= 3 (issue 12 item 7); beside two busy
 #   loops without traffic as the scheduler's share of it
 # Usage: bench/emulator.sh [path/to/ernicctl]   (an optimized build, RelWithDebInfo or Release;
-# sanitizers distort everything). Exit status 0 even when a target is missed: the machine is
+# sanitizers distort everything). EMULATOR_ARGS is added to both instances' command lines
+# (EMULATOR_ARGS=--mesh-tcp-only measures the mesh over TCP instead of local sockets). Exit status 0 even when a target is missed: the machine is
 # shared and single runs are noisy, so the printed ratios are what to read.
 set -euo pipefail
 
@@ -37,13 +38,14 @@ wait_ready() {  # LOG
   echo "instance did not become ready:" >&2; tail -n 5 "$1" >&2; exit 1
 }
 
+read -r -a EMULATOR_EXTRA <<<"${EMULATOR_ARGS:-}"
 "$ERNICCTL" emulator --backend tcp:manager:listen:0 --socket m.sock --token bench \
-  --gids 10.0.0.1 --log-file m.log --stats-file m.stats & PIDS+=($!)
+  --gids 10.0.0.1 --log-file m.log --stats-file m.stats "${EMULATOR_EXTRA[@]}" & PIDS+=($!)
 MANAGER=$!
 wait_ready m.log
 PORT=$(grep -o "listening on 127.0.0.1:[0-9]*" m.log | cut -d: -f2)
 "$ERNICCTL" emulator --backend "tcp:worker:127.0.0.1:$PORT" --socket w.sock --token bench \
-  --gids 10.0.0.2 --log-file w.log --stats-file w.stats & PIDS+=($!)
+  --gids 10.0.0.2 --log-file w.log --stats-file w.stats "${EMULATOR_EXTRA[@]}" & PIDS+=($!)
 WORKER=$!
 wait_ready w.log
 
@@ -76,7 +78,7 @@ EOF
 }
 
 echo "ERNIC embedded emulator bench, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); instances: ${EMULATOR_ARGS:-default options}"
 echo
 echo "Bandwidth: BW average in GB/s (10^9 bytes), median of 3 runs; then the CPU that run used,"
 echo "in % of one core: client load generator / worker instance / server load generator / manager"

@@ -29,6 +29,7 @@ struct EmulatorFlags {
   std::string segment = "256KiB";
   unsigned spin_us = 20;
   unsigned mesh_lanes = 3;
+  bool mesh_tcp_only = false;
   std::string protocol_version;
   unsigned heartbeat_timeout_ms = 0;
   unsigned handshake_timeout_ms = 0;
@@ -125,6 +126,7 @@ int run(const EmulatorFlags& f) {
   config.segment_size = static_cast<std::uint32_t>(*segment);
   config.spin = std::chrono::microseconds(f.spin_us);
   config.mesh_lanes = f.mesh_lanes;
+  config.mesh_tcp_only = f.mesh_tcp_only;
   config.heartbeat_timeout = std::chrono::milliseconds(f.heartbeat_timeout_ms);
   config.handshake_timeout = std::chrono::milliseconds(f.handshake_timeout_ms);
   if (!f.protocol_version.empty()) {
@@ -173,6 +175,8 @@ void register_commands(CLI::App& app, CommandContext& context) {
                   "extra connections to each mesh peer, QPs spread over them (0 = one connection)")
       ->check(CLI::Range(0u, 8u))
       ->capture_default_str();
+  cmd->add_flag("--mesh-tcp-only", flags->mesh_tcp_only,
+                "peers on this machine talk TCP too (default: a unix socket, faster)");
   cmd->add_option("--mesh-protocol", flags->protocol_version)
       ->group("");  // test hook: speak another protocol version
   // Test hooks: short mesh timeouts, so that fault tests need not wait seconds.

@@ -7,8 +7,10 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
@@ -24,9 +26,8 @@ namespace mesh_detail {
 
 using Bytes = std::basic_string<std::byte>;
 
-inline void set_socket_options(int fd) {
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+inline std::string errno_text() {
+  return std::strerror(errno);
 }
 
 }  // namespace mesh_detail
@@ -47,7 +48,7 @@ struct MeshFabric::Connection final : FrameReader::Sink {
     std::size_t size() const { return kFrameHeaderSize + length; }
   };
 
-  Connection(MeshFabric& m, int f, bool d) : mesh(m), fd(f), dialer(d) {}
+  Connection(MeshFabric& m, int f, bool d, bool l) : mesh(m), fd(f), dialer(d), local(l) {}
 
   Placement place(const FrameHeader& h) override {
     if (phase != Phase::kEstablished || peer == kUnassignedNode || mesh.receiver_ == nullptr) {
@@ -79,6 +80,7 @@ struct MeshFabric::Connection final : FrameReader::Sink {
   MeshFabric& mesh;
   int fd;
   bool dialer;
+  bool local;                   // a unix socket to a peer in this network namespace
   bool registering = false;     // this is the worker's connection to the manager
   std::uint32_t lane = 0;       // 0: the peer's primary connection; else an extra data lane
   bool lane_confirmed = false;  // a lane the acceptor took (this node lists it in lanes_)

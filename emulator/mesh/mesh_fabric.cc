@@ -32,27 +32,7 @@ constexpr std::size_t kWireWindow = 256u << 10;
 constexpr int kMaxIov = 64;
 
 using mesh_detail::Bytes;
-
-std::string errno_text() {
-  return std::strerror(errno);
-}
-
-bool parse_ipv4(const std::string& host, sockaddr_in& addr) {
-  addr = {};
-  addr.sin_family = AF_INET;
-  if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) == 1) {
-    return true;
-  }
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  addrinfo* result = nullptr;
-  if (getaddrinfo(host.c_str(), nullptr, &hints, &result) != 0 || result == nullptr) {
-    return false;
-  }
-  addr.sin_addr = reinterpret_cast<sockaddr_in*>(result->ai_addr)->sin_addr;
-  freeaddrinfo(result);
-  return true;
-}
+using mesh_detail::errno_text;
 
 }  // namespace
 
@@ -84,130 +64,6 @@ void MeshFabric::start(std::function<void()> on_ready,
   }
   manager_dial_deadline_ = EventLoop::Clock::now() + config_.manager_connect_timeout;
   dial_manager_attempt();
-}
-
-void MeshFabric::listen() {
-  sockaddr_in addr{};
-  const std::uint16_t port = config_.role == MeshConfig::Role::kManager ? config_.port : 0;
-  if (!parse_ipv4(config_.bind, addr)) {
-    throw std::runtime_error("mesh: cannot resolve bind address " + config_.bind);
-  }
-  addr.sin_port = htons(port);
-  listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  int one = 1;
-  setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    const std::string why = errno_text();
-    close(listen_fd_);
-    listen_fd_ = -1;
-    throw std::runtime_error(
-        fmt::format("mesh: cannot listen on {}:{}: {}", config_.bind, port, why));
-  }
-  ::listen(listen_fd_, 64);
-  socklen_t len = sizeof addr;
-  getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-  listen_port_ = ntohs(addr.sin_port);
-  loop_.add_fd(listen_fd_, EPOLLIN, [this](std::uint32_t) { accept_ready(); });
-}
-
-void MeshFabric::accept_ready() {
-  while (true) {
-    sockaddr_in peer{};
-    socklen_t len = sizeof peer;
-    const int fd =
-        accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd >= 0) {
-      refusing_at_limit_ = false;
-      accept_connection(fd, peer);
-      continue;
-    }
-    if (!DescriptorReserve::at_limit(errno)) {
-      return;
-    }
-    if (!refusing_at_limit_) {
-      refusing_at_limit_ = true;
-      log_.error("mesh: out of file descriptors ({} connections open): refusing new connections",
-                 connections_.size());
-    }
-    ++stats_.refused_peers;
-    if (!reserve_.refuse_one(listen_fd_)) {
-      return;
-    }
-  }
-}
-
-void MeshFabric::dial_manager_attempt() {
-  dial(config_.manager_host, config_.port, 0, true);
-}
-
-void MeshFabric::dial(const std::string& host, std::uint16_t port, NodeId peer, bool registering,
-                      std::uint32_t lane) {
-  sockaddr_in addr{};
-  if (!parse_ipv4(host, addr)) {
-    const std::string why = fmt::format("cannot resolve {}", host);
-    if (registering) {
-      on_fatal_("mesh: " + why);
-    } else {
-      log_.error("mesh: {}", why);
-    }
-    return;
-  }
-  addr.sin_port = htons(port);
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    const std::string why = fmt::format("cannot dial {}:{}: {}", host, port, errno_text());
-    if (!registering) {
-      log_.error("mesh: {}", why);  // the peer is unreachable, as when a connect fails
-    } else if (EventLoop::Clock::now() < manager_dial_deadline_) {
-      loop_.add_timer(EventLoop::Clock::now() + std::chrono::milliseconds(100),
-                      [this] { dial_manager_attempt(); });
-    } else {
-      on_fatal_("mesh: " + why);
-    }
-    return;
-  }
-  mesh_detail::set_socket_options(fd);
-  auto conn = std::make_unique<Connection>(*this, fd, true);
-  conn->registering = registering;
-  conn->peer = registering ? 0 : peer;
-  conn->lane = lane;
-  conn->dial_host = host;
-  conn->dial_port = port;
-  conn->label = lane == 0 ? fmt::format("{}:{}", host, port)
-                          : fmt::format("{}:{} (lane {})", host, port, lane);
-  Connection& c = *conn;
-  connections_[fd] = std::move(conn);
-  if (!registering && lane == 0) {
-    peers_[peer] = &c;
-  }
-  const int rc = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  if (rc != 0 && errno != EINPROGRESS) {
-    close_connection(c, fmt::format("connect to {} failed: {}", c.label, errno_text()));
-    return;
-  }
-  loop_.add_fd(fd, EPOLLIN | EPOLLOUT, [this, &c](std::uint32_t events) {
-    if (c.phase == Connection::Phase::kConnecting) {
-      int error = 0;
-      socklen_t len = sizeof error;
-      getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &error, &len);
-      if (error != 0) {
-        errno = error;
-        close_connection(c, fmt::format("connect to {} failed: {}", c.label, errno_text()));
-        return;
-      }
-      if (!(events & EPOLLOUT)) {
-        return;
-      }
-      on_connected(c);
-      return;
-    }
-    if (events & EPOLLOUT) {
-      write_some(c);
-    }
-    if (c.phase != Connection::Phase::kClosed && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
-      on_readable(c);
-    }
-  });
 }
 
 void MeshFabric::send_control(Connection& c, std::uint8_t op, Bytes body) {
@@ -586,10 +442,12 @@ void MeshFabric::shutdown() {
     close_connection(*c, "", false);
   }
   closed_.clear();
-  if (listen_fd_ >= 0) {
-    loop_.remove_fd(listen_fd_);
-    close(listen_fd_);
-    listen_fd_ = -1;
+  for (int* fd : {&listen_fd_, &local_listen_fd_}) {
+    if (*fd >= 0) {
+      loop_.remove_fd(*fd);
+      close(*fd);
+      *fd = -1;
+    }
   }
 }
 

@@ -46,6 +46,9 @@ struct MeshConfig {
   // on one of them (its order kept), and QPs are spread over them, so a latency test's frames
   // never queue in the kernel's socket buffers behind another QP's bulk bytes.
   std::uint32_t extra_lanes = 3;
+  // Peers in this network namespace connect over a unix socket (mesh_sockets.cc); off, every
+  // connection is TCP.
+  bool local_sockets = true;
 };
 
 struct MeshNode {
@@ -71,6 +74,7 @@ struct MeshStats {
   // kSmallFrameBytes: a latency message, an ACK) being queued and its own first byte.
   std::uint64_t max_bytes_ahead_of_small_frame = 0;
   std::uint64_t lanes = 0;  // established extra connections to peers (MeshConfig::extra_lanes)
+  std::uint64_t local_lanes = 0;  // of those, the ones over a local socket
 };
 
 inline constexpr std::uint32_t kSmallFrameBytes = 64u << 10;
@@ -110,9 +114,14 @@ class MeshFabric final : public Fabric {
   friend struct Connection;
 
   void listen();
-  void accept_ready();
+  // The unix socket that peers in this network namespace dial instead of TCP.
+  void listen_local();
+  // A connected unix socket to the peer listening on host:port here, or -1.
+  int dial_local(const std::string& host, std::uint16_t port);
+  void accept_ready(int listen_fd, bool local);
   // Takes `fd` in as a new unauthenticated connection, or refuses it beyond the bound.
-  void accept_connection(int fd, const sockaddr_in& from);
+  void accept_connection(int fd, bool local, std::string label);
+  void on_events(Connection& c, std::uint32_t events);
   // The connection leaves the handshake (authenticated or closed).
   void leave_handshake(Connection& c);
   // Why `c` may not be node c.claimed_peer, or empty when it may.
@@ -155,6 +164,7 @@ class MeshFabric final : public Fabric {
   FabricReceiver* receiver_ = nullptr;
   NodeId node_id_ = kUnassignedNode;
   int listen_fd_ = -1;
+  int local_listen_fd_ = -1;
   std::uint16_t listen_port_ = 0;
   std::unordered_map<int, std::unique_ptr<Connection>> connections_;
   std::vector<std::unique_ptr<Connection>> closed_;  // freed in flush(), never mid-callback

@@ -25,35 +25,25 @@ constexpr std::uint32_t kLaneMask = 0xff;
 
 }  // namespace
 
-void MeshFabric::accept_connection(int fd, const sockaddr_in& from) {
-  char text[INET_ADDRSTRLEN] = {};
-  inet_ntop(AF_INET, &from.sin_addr, text, sizeof text);
+void MeshFabric::accept_connection(int fd, bool local, std::string label) {
   if (unauthenticated_ >= config_.max_unauthenticated) {
     close(fd);
     ++stats_.refused_peers;
     if (!refusing_unauthenticated_) {
       refusing_unauthenticated_ = true;
       log_.warn("mesh: {} connections are still in the handshake: refusing new ones (first: {})",
-                unauthenticated_, text);
+                unauthenticated_, label);
     }
     return;
   }
-  mesh_detail::set_socket_options(fd);
-  auto conn = std::make_unique<Connection>(*this, fd, false);
-  conn->label = fmt::format("{}:{}", text, ntohs(from.sin_port));
+  auto conn = std::make_unique<Connection>(*this, fd, false, local);
+  conn->label = std::move(label);
   conn->phase = Connection::Phase::kAwaitHello;
   conn->in_handshake = true;
   ++unauthenticated_;
   Connection& c = *conn;
   connections_[fd] = std::move(conn);
-  loop_.add_fd(fd, EPOLLIN, [this, &c](std::uint32_t events) {
-    if (events & EPOLLOUT) {
-      write_some(c);
-    }
-    if (c.phase != Connection::Phase::kClosed && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
-      on_readable(c);
-    }
-  });
+  loop_.add_fd(fd, EPOLLIN, [this, &c](std::uint32_t events) { on_events(c, events); });
   log_.debug("mesh: accepted a connection from {}", c.label);
 }
 

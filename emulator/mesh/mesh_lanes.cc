@@ -40,6 +40,7 @@ std::string MeshFabric::refuse_lane(const Connection& c) const {
 void MeshFabric::add_lane(Connection& c) {
   lanes_[c.peer].push_back(&c);
   ++stats_.lanes;
+  stats_.local_lanes += c.local ? 1 : 0;
   log_.debug("mesh: lane {} to node {} open ({})", c.lane, c.peer, c.label);
 }
 
@@ -56,7 +57,11 @@ MeshFabric::Connection* MeshFabric::data_connection(NodeId to, std::uint32_t qpn
     if (!assign) {
       return nullptr;
     }
-    assigned = qp_lanes_.emplace(key, next_lane_[to]++ % (1 + extra)).first;
+    // Data keeps off the primary while there are lanes: it carries the heartbeats and the
+    // topology, and a co-located peer's lanes are local sockets where its primary may be TCP
+    // (the registration's).
+    const std::uint32_t chosen = extra == 0 ? 0 : 1 + next_lane_[to]++ % extra;
+    assigned = qp_lanes_.emplace(key, chosen).first;
   }
   // Lanes leave the list only when the peer goes (its assignments with it): an index holds.
   const std::uint32_t lane = assigned->second;
@@ -72,6 +77,7 @@ void MeshFabric::close_lanes(NodeId peer) {
   }
   for (Connection* lane : lanes.mapped()) {
     --stats_.lanes;
+    stats_.local_lanes -= lane->local ? 1 : 0;
     lane->peer = kUnassignedNode;  // already out of lanes_: closing it must not look again
     close_connection(*lane, "", false);
   }
@@ -85,6 +91,7 @@ void MeshFabric::close_lane(Connection& c, const std::string& reason, bool lost,
     listed = std::erase(lanes->second, &c) > 0;
     if (listed) {
       --stats_.lanes;
+      stats_.local_lanes -= c.local ? 1 : 0;
     }
   }
   auto node = connections_.extract(c.fd);

@@ -206,6 +206,50 @@ TEST_CASE("refused lanes leave the peer connected and its traffic whole") {
   CHECK(wait_exit(worker, std::chrono::seconds(10)) == 0);
 }
 
+// Co-located peers skip the loopback TCP stack (mesh_sockets.cc); a peer without a local
+// socket (in another network namespace, on another machine, or --mesh-tcp-only here) is
+// dialed over TCP as before, and carries the same verified traffic.
+TEST_CASE("peers on this machine talk over local sockets, others over TCP") {
+  TestDir dir("mesh-local");
+  Supervisor supervisor;
+  auto config = mesh_config(dir.path(), 1);
+  config.extra_args = {"--mesh-tcp-only"};
+  supervisor.start(config);
+  const auto& manager = supervisor.instances()[0];
+  const auto spawn_worker = [&](const std::string& name, const std::string& gid) {
+    return spawn_ernicctl(
+        {"emulator", "--backend", "tcp:worker:127.0.0.1:" + std::to_string(manager.mesh_port),
+         "--socket", (dir.path() / (name + ".sock")).string(), "--token-file",
+         (dir.path() / "mesh.token").string(), "--gids", gid, "--log-file",
+         (dir.path() / (name + ".log")).string(), "--stats-file",
+         (dir.path() / (name + ".stats")).string()},
+        dir.path() / (name + ".out"));
+  };
+  const pid_t first = spawn_worker("w1", "10.9.0.2");
+  const pid_t second = spawn_worker("w2", "10.9.0.3");
+  // Each worker: 3 lanes to the manager (TCP: it has no local socket) and, as the lower id,
+  // 3 to the other worker (local) or the other worker's 3 (accepted on its local socket).
+  const auto lanes_are = [&](const std::string& name, const std::string& all,
+                             const std::string& local) {
+    const auto s = Supervisor::read_stats(dir.path() / (name + ".stats"));
+    return s.count("mesh_local_lanes") == 1 && s.at("mesh_lanes") == all &&
+           s.at("mesh_local_lanes") == local && s.at("mesh_peers") == "2";
+  };
+  REQUIRE(observe([&] { return lanes_are("w1", "6", "3") && lanes_are("w2", "6", "3"); },
+                  std::chrono::seconds(15)));
+  CHECK(Supervisor::read_stats(manager.stats).at("mesh_local_lanes") == "0");
+  const std::string w1 = (dir.path() / "w1.sock").string();
+  const std::string w2 = (dir.path() / "w2.sock").string();
+  exchange_between(w1, w2, 31);                       // local
+  exchange_between(manager.socket.string(), w1, 32);  // TCP
+  CHECK(read_all(dir.path() / "w1.log").find("lost node") == std::string::npos);
+  CHECK(supervisor.check_alive().empty());
+  for (const pid_t worker : {first, second}) {
+    kill(worker, SIGTERM);
+    CHECK(wait_exit(worker, std::chrono::seconds(10)) == 0);
+  }
+}
+
 TEST_CASE("a wrong token and a wrong protocol version are refused with clear errors") {
   TestDir dir("refuse");
   Supervisor supervisor;

@@ -130,6 +130,7 @@ std::string write_stats(const std::string& path, const Counters& c) {
     text += fmt::format("mesh_peers : {}\n", c.mesh->peers);
     text += fmt::format("mesh_wire_bytes_sent : {}\n", c.mesh->wire_bytes_sent);
     text += fmt::format("mesh_lanes : {}\n", c.mesh->lanes);
+    text += fmt::format("mesh_local_lanes : {}\n", c.mesh->local_lanes);
     text += fmt::format("mesh_wire_bytes_received : {}\n", c.mesh->wire_bytes_received);
     text += fmt::format("mesh_malformed_frames : {}\n", c.mesh->malformed_frames);
     text += fmt::format("mesh_refused_peers : {}\n", c.mesh->refused_peers);
@@ -194,6 +195,7 @@ MeshConfig mesh_config(const InstanceConfig& config) {
   mc.gids = config.gids;
   mc.mac = config.mac;
   mc.extra_lanes = config.mesh_lanes;
+  mc.local_sockets = !config.mesh_tcp_only;
   if (config.heartbeat_timeout.count() > 0) {
     mc.heartbeat_timeout = config.heartbeat_timeout;
     mc.heartbeat_interval = std::min(mc.heartbeat_interval, config.heartbeat_timeout / 4);

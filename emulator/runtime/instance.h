@@ -39,6 +39,7 @@ struct InstanceConfig {
   std::uint32_t segment_size = 256u << 10;
   std::chrono::microseconds spin{20};
   std::uint32_t mesh_lanes = 3;  // MeshConfig::extra_lanes
+  bool mesh_tcp_only = false;    // not MeshConfig::local_sockets
   // 0: the mesh's defaults (3 s, 5 s); tests shorten them.
   std::chrono::milliseconds heartbeat_timeout{0};
   std::chrono::milliseconds handshake_timeout{0};
