@@ -1,5 +1,6 @@
 #include "emulator_commands.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -30,8 +31,10 @@ struct EmulatorFlags {
   unsigned spin_us = 20;
   unsigned mesh_lanes = 3;
   bool mesh_tcp_only = false;
+  bool mesh_payloads_inline = false;
   std::string protocol_version;
   unsigned heartbeat_timeout_ms = 0;
+  unsigned stats_interval_ms = 1000;
   unsigned handshake_timeout_ms = 0;
 };
 
@@ -127,7 +130,9 @@ int run(const EmulatorFlags& f) {
   config.spin = std::chrono::microseconds(f.spin_us);
   config.mesh_lanes = f.mesh_lanes;
   config.mesh_tcp_only = f.mesh_tcp_only;
+  config.mesh_payloads_inline = f.mesh_payloads_inline;
   config.heartbeat_timeout = std::chrono::milliseconds(f.heartbeat_timeout_ms);
+  config.stats_interval = std::chrono::milliseconds(std::max(10u, f.stats_interval_ms));
   config.handshake_timeout = std::chrono::milliseconds(f.handshake_timeout_ms);
   if (!f.protocol_version.empty()) {
     unsigned major = 0;
@@ -177,10 +182,15 @@ void register_commands(CLI::App& app, CommandContext& context) {
       ->capture_default_str();
   cmd->add_flag("--mesh-tcp-only", flags->mesh_tcp_only,
                 "peers on this machine talk TCP too (default: a unix socket, faster)");
+  cmd->add_flag("--mesh-payloads-inline", flags->mesh_payloads_inline,
+                "peers on this machine get payloads through the socket (default: they copy them "
+                "from the sender's shared client memory)");
   cmd->add_option("--mesh-protocol", flags->protocol_version)
       ->group("");  // test hook: speak another protocol version
   // Test hooks: short mesh timeouts, so that fault tests need not wait seconds.
   cmd->add_option("--heartbeat-timeout-ms", flags->heartbeat_timeout_ms)->group("");
+  // Test hook: tests that follow the counters need not wait a second for each rewrite.
+  cmd->add_option("--stats-interval-ms", flags->stats_interval_ms)->group("");
   cmd->add_option("--handshake-timeout-ms", flags->handshake_timeout_ms)->group("");
   cmd->callback([flags, &context] { context.exit_code = run(*flags); });
 

@@ -81,8 +81,9 @@ inline std::string read_all(const std::filesystem::path& p) {
 
 // Starts a manager and count - 1 workers of this build's ernicctl, their files in `dir`.
 inline void start_instances(Supervisor& supervisor, const std::filesystem::path& dir, int count,
-                            const std::string& token) {
+                            const std::string& token, std::vector<std::string> extra_args = {}) {
   SupervisorConfig config;
+  config.extra_args = std::move(extra_args);
   config.executable = ERNIC_BINARY;
   config.instances = count;
   config.token = token;

@@ -41,7 +41,7 @@ std::uint64_t get64(const std::byte* p) {
 }
 
 bool known_op(std::uint8_t op) {
-  return (op >= 1 && op <= 6) || (op >= 0x40 && op <= 0x47);
+  return (op >= 1 && op <= 6) || (op >= 0x40 && op <= 0x49);
 }
 
 }  // namespace
@@ -92,8 +92,12 @@ std::string decode_header(std::span<const std::byte, kFrameHeaderSize> bytes, Fr
   if (get16(p + 46) != 0) {
     return "reserved header field is not zero";
   }
-  if ((h.flags & ~(kFlagLast | kFlagImmediate)) != 0) {
+  if ((h.flags & ~(kFlagLast | kFlagImmediate | kFlagByReference)) != 0) {
     return fmt::format("unknown frame flags 0x{:02x}", h.flags);
+  }
+  if ((h.flags & kFlagByReference) != 0 && h.op != FrameOp::kSend && h.op != FrameOp::kWrite &&
+      h.op != FrameOp::kReadResponse) {
+    return "a payload by reference on a frame that carries none";
   }
   if (is_control(h.op)) {
     if (h.payload_length > kMaxControlPayload) {

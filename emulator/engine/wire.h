@@ -27,12 +27,20 @@ enum class FrameOp : std::uint8_t {
   kRegister = 0x45,
   kTopology = 0x46,
   kHeartbeat = 0x47,
+  // Local connections only (mesh_shared_memory.cc): a memfd of the sender's client memory
+  // comes with this frame (SCM_RIGHTS); body: region id u64, size u64.
+  kShareMemory = 0x48,
+  kForgetMemory = 0x49,  // body: region id u64; no frame refers to it after this one
 };
 
 enum FrameFlags : std::uint8_t {
   kFlagLast = 1,       // last segment of its message
   kFlagImmediate = 2,  // message carries immediate data (SEND/WRITE with immediate)
+  // The payload is not on the wire: 16 bytes (region id u64, offset u64) say where it lies in
+  // memory the sender shared with kShareMemory. payload_length is still the payload's.
+  kFlagByReference = 0x80,
 };
+inline constexpr std::size_t kPayloadReferenceSize = 16;
 
 enum class NakCode : std::uint16_t {
   kNone = 0,

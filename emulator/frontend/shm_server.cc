@@ -1,5 +1,6 @@
 #include "frontend/shm_server.h"
 
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -11,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <iterator>
 #include <stdexcept>
 
 #include "engine/wire.h"
@@ -182,7 +184,11 @@ void ShmFrontEnd::drop(Client& c) {
   for (auto& [id, region] : c.regions) {
     // The mesh may still be writing a frame from this memory or reading one into it.
     engine_.release_memory(region.base, region.size);
+    regions_by_base_.erase(region.base);
     munmap(region.base, region.size);
+    if (region.fd >= 0) {
+      close(region.fd);
+    }
   }
   if (c.area != nullptr) {
     munmap(c.area, sizeof(shm::Area));
@@ -289,6 +295,18 @@ void ShmFrontEnd::handle_open(Client& c, Request& request) {
   request.send_fds = {c.area_fd, c.doorbell_fd, c.completion_fd};
 }
 
+std::optional<SharedMemory> ShmFrontEnd::find(const std::byte* p, std::size_t length) const {
+  auto after = regions_by_base_.upper_bound(p);
+  if (after == regions_by_base_.begin()) {
+    return std::nullopt;
+  }
+  const Region& r = *std::prev(after)->second;
+  if (r.fd < 0 || p + length > r.base + r.size) {
+    return std::nullopt;
+  }
+  return SharedMemory{r.shared_id, r.fd, r.base, r.size};
+}
+
 void ShmFrontEnd::handle_register_memory(Client& c, Request& request) {
   const std::uint64_t size = request.in.u64();
   if (request.fds.size() != 1 || size == 0) {
@@ -302,8 +320,11 @@ void ShmFrontEnd::handle_register_memory(Client& c, Request& request) {
   if (p == MAP_FAILED) {
     throw VerbsError(std::string("cannot map client memory: ") + std::strerror(errno));
   }
+  const int kept = fcntl(request.fds[0], F_DUPFD_CLOEXEC, 0);
   const std::uint32_t id = c.next_region++;
-  c.regions[id] = {static_cast<std::byte*>(p), size};
+  const Region& region =
+      c.regions[id] = {static_cast<std::byte*>(p), size, kept, next_shared_id_++};
+  regions_by_base_[region.base] = &region;
   request.out.u32(id);
 }
 

@@ -15,6 +15,7 @@
 #include "runtime/descriptor_reserve.h"
 #include "runtime/event_loop.h"
 #include "runtime/log.h"
+#include "runtime/shared_memory.h"
 
 namespace ernic::emu {
 
@@ -28,10 +29,10 @@ struct InstanceIdentity {
 // Serves the shared-memory front end on a UNIX socket. One of possibly several front ends of
 // an instance (a vfio-user server would be another): it only translates between its transport
 // and the engine's verbs.
-class ShmFrontEnd {
+class ShmFrontEnd final : public SharedMemoryDirectory {
  public:
   ShmFrontEnd(EventLoop& loop, Engine& engine, Logger& log, InstanceIdentity identity);
-  ~ShmFrontEnd();
+  ~ShmFrontEnd() override;
   ShmFrontEnd(const ShmFrontEnd&) = delete;
   ShmFrontEnd& operator=(const ShmFrontEnd&) = delete;
 
@@ -41,11 +42,14 @@ class ShmFrontEnd {
   // Sends the completion notifications batched during one loop iteration.
   void notify();
   std::size_t clients() const { return clients_.size(); }
+  std::optional<SharedMemory> find(const std::byte* p, std::size_t length) const override;
 
  private:
   struct Region {
     std::byte* base;
     std::size_t size;
+    int fd;                   // the client's memfd, kept for peers on this machine
+    std::uint64_t shared_id;  // SharedMemory::id
   };
   struct Client {
     int fd = -1;
@@ -92,6 +96,8 @@ class ShmFrontEnd {
   int poller_ = 0;
   std::map<int, std::unique_ptr<Client>> clients_;
   std::map<Engine::Handle, Client*> cq_owner_;
+  std::map<const std::byte*, const Region*> regions_by_base_;  // every client's
+  std::uint64_t next_shared_id_ = 1;
   DescriptorReserve reserve_;
   bool refusing_at_limit_ = false;  // logged once per episode
 };

@@ -26,13 +26,19 @@ bool FrameReader::header_complete(Sink& sink, std::string& reason, bool& stop) {
     reason = "data frame before the handshake completed";
     return false;
   }
+  const bool by_reference = (header_.flags & kFlagByReference) != 0;
+  header_.flags &= static_cast<std::uint8_t>(~kFlagByReference);  // the engine never sees it
   if (is_control(header_.op)) {
     control_body_.resize(header_.payload_length);
     destination_ = control_body_.data();
   } else {
     destination_ = sink.place(header_).destination;
   }
-  state_ = State::kPayload;
+  state_ = by_reference ? State::kReference : State::kPayload;
+  reference_have_ = 0;
+  if (by_reference) {
+    return true;
+  }
   if (header_.payload_length == 0) {
     stop = !finish_frame(sink);
   }
@@ -48,8 +54,26 @@ bool FrameReader::finish_frame(Sink& sink) {
   return true;
 }
 
+bool FrameReader::copy_referenced(Sink& sink, std::string& reason) {
+  ByteReader r(reference_);
+  const std::uint64_t region = r.u64();
+  const std::uint64_t offset = r.u64();
+  const std::byte* source = sink.referenced(region, offset, header_.payload_length);
+  if (source == nullptr) {
+    reason = fmt::format(
+        "malformed frame: payload reference to [{}, +{}) of region {}, which the "
+        "peer did not share",
+        offset, header_.payload_length, region);
+    return false;
+  }
+  if (destination_ != nullptr) {
+    std::memcpy(destination_, source, header_.payload_length);
+  }
+  return true;
+}
+
 void FrameReader::release_memory(const std::byte* base, std::size_t length) {
-  if (state_ == State::kPayload && !is_control(header_.op) && destination_ != nullptr &&
+  if (state_ != State::kHeader && !is_control(header_.op) && destination_ != nullptr &&
       destination_ < base + length && destination_ + header_.payload_length > base) {
     destination_ = nullptr;
   }
@@ -64,6 +88,9 @@ FrameReader::Result FrameReader::pump(const ReadFn& read, Sink& sink, std::strin
     std::size_t payload_room = 0;
     if (state_ == State::kHeader) {
       iov[0] = {header_bytes_.data() + header_have_, kFrameHeaderSize - header_have_};
+      count = 1;
+    } else if (state_ == State::kReference) {
+      iov[0] = {reference_.data() + reference_have_, kPayloadReferenceSize - reference_have_};
       count = 1;
     } else {
       const std::uint32_t remaining = header_.payload_length - payload_have_;
@@ -104,6 +131,15 @@ FrameReader::Result FrameReader::pump(const ReadFn& read, Sink& sink, std::strin
       header_have_ += got;
       if (header_have_ == kFrameHeaderSize && !header_complete(sink, reason, stop)) {
         return Result::kMalformed;
+      }
+    } else if (state_ == State::kReference) {
+      reference_have_ += got;
+      if (reference_have_ == kPayloadReferenceSize) {
+        if (!copy_referenced(sink, reason)) {
+          return Result::kMalformed;
+        }
+        used += header_.payload_length;  // the copy is this turn's work as much as a read
+        stop = !finish_frame(sink);
       }
     } else {
       const std::size_t into_payload = std::min(got, payload_room);

@@ -3,6 +3,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include <array>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -29,6 +30,13 @@ class FrameReader {
     virtual bool control(const FrameHeader& header, std::span<const std::byte> body) = 0;
     // False before the peer is authenticated: a data frame then is a protocol violation.
     virtual bool accepts_data() const { return true; }
+    // Where a payload sent by reference (kFlagByReference) lies in memory the peer shared, or
+    // null when the reference names no such memory (a protocol violation).
+    virtual const std::byte* referenced(std::uint64_t region, std::uint64_t offset,
+                                        std::uint32_t length) {
+      (void)region, (void)offset, (void)length;
+      return nullptr;
+    }
   };
   // Behaves like readv: bytes read, 0 at end of stream, -1 with errno (EAGAIN: nothing now).
   using ReadFn = std::function<ssize_t(const iovec* iov, int count)>;
@@ -46,14 +54,18 @@ class FrameReader {
  private:
   bool header_complete(Sink& sink, std::string& reason, bool& stop);
   bool finish_frame(Sink& sink);
+  // The reference is complete: copies the payload from where it names. False if it is invalid.
+  bool copy_referenced(Sink& sink, std::string& reason);
 
-  enum class State { kHeader, kPayload };
+  enum class State { kHeader, kPayload, kReference };
   State state_ = State::kHeader;
   EncodedHeader header_bytes_{};
   std::size_t header_have_ = 0;
   FrameHeader header_;
   std::byte* destination_ = nullptr;  // null while discarding
   std::uint32_t payload_have_ = 0;
+  std::array<std::byte, kPayloadReferenceSize> reference_{};
+  std::size_t reference_have_ = 0;
   std::vector<std::byte> control_body_;
   std::unique_ptr<std::byte[]> scratch_;  // where refused payloads are read and dropped
   std::uint64_t bytes_read_ = 0;

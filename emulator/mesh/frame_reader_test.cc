@@ -47,10 +47,22 @@ struct Recorder : FrameReader::Sink {
   Placement place(const FrameHeader& h) override {
     return {accept && h.payload_length <= target.size() ? target.data() : nullptr};
   }
-  void delivered(const FrameHeader& h) override { delivered_frames.push_back(h); }
+  void delivered(const FrameHeader& h) override {
+    delivered_frames.push_back(h);
+    const std::size_t n = std::min<std::size_t>(h.payload_length, target.size());
+    delivered_payloads.emplace_back(target.begin(), target.begin() + static_cast<long>(n));
+  }
+  std::vector<std::vector<std::byte>> delivered_payloads;  // what the target held then
   bool control(const FrameHeader&, std::span<const std::byte> body) override {
     control_bodies.emplace_back(body.begin(), body.end());
     return true;
+  }
+  // Region 7 is `shared`, the only memory the peer shared.
+  std::vector<std::byte> shared = std::vector<std::byte>(32, std::byte{0});
+  const std::byte* referenced(std::uint64_t region, std::uint64_t offset,
+                              std::uint32_t length) override {
+    const bool inside = offset <= shared.size() && length <= shared.size() - offset;
+    return region == 7 && inside ? shared.data() + offset : nullptr;
   }
 };
 
@@ -202,6 +214,60 @@ TEST_CASE("a payload whose destination is released goes to scratch space") {
   CHECK(r.target[3] == std::byte{0});  // the rest never reached the released memory
   // The frame still completes; the engine, whose QP is gone, drops it.
   CHECK(r.delivered_frames.size() == 1);
+}
+
+std::vector<std::byte> reference_to(std::uint64_t region, std::uint64_t offset) {
+  ByteWriter w;
+  w.u64(region);
+  w.u64(offset);
+  return {w.bytes().begin(), w.bytes().end()};
+}
+
+TEST_CASE("a payload by reference is copied from the shared memory it names") {
+  for (std::size_t chunk : {std::size_t{1}, std::size_t{5}, std::size_t{50}, SIZE_MAX}) {
+    Source s;
+    s.chunk = chunk;
+    FrameHeader h = write_frame(4);
+    h.flags |= kFlagByReference;
+    s.add(h, reference_to(7, 10));  // 16 bytes on the wire for the 4-byte payload
+    s.add(write_frame(2), bytes({0x11, 0x22}));
+    Recorder r;
+    for (int i = 0; i < 4; ++i) {
+      r.shared[10 + i] = static_cast<std::byte>(0xa0 + i);
+    }
+    FrameReader reader;
+    std::string reason;
+    while (r.delivered_frames.size() < 2) {
+      REQUIRE(reader.pump([&](const iovec* iov, int n) { return s.read(iov, n); }, r, reason) !=
+              FrameReader::Result::kMalformed);
+    }
+    CHECK(r.delivered_payloads[0] == bytes({0xa0, 0xa1, 0xa2, 0xa3}));
+    CHECK(r.delivered_frames[0].payload_length == 4);
+    CHECK((r.delivered_frames[0].flags & kFlagByReference) == 0);  // the engine never sees it
+    CHECK(r.target[0] == std::byte{0x11});                         // the next frame in step
+  }
+}
+
+TEST_CASE("a reference outside the memory the peer shared is malformed") {
+  for (const auto& [region, offset] :
+       {std::pair<std::uint64_t, std::uint64_t>{8, 0}, {7, 29}, {7, ~std::uint64_t{0}}}) {
+    Source s;
+    FrameHeader h = write_frame(4);
+    h.flags |= kFlagByReference;
+    s.add(h, reference_to(region, offset));
+    Recorder r;
+    FrameReader reader;
+    std::string reason;
+    CHECK(reader.pump([&](const iovec* iov, int n) { return s.read(iov, n); }, r, reason) ==
+          FrameReader::Result::kMalformed);
+    CHECK_THAT(reason, Catch::Contains("did not share"));
+    CHECK(r.delivered_frames.empty());
+  }
+  FrameHeader ack;
+  ack.op = FrameOp::kAck;
+  ack.flags = kFlagByReference;
+  FrameHeader decoded;
+  CHECK_THAT(decode_header(encode_header(ack), decoded), Catch::Contains("carries none"));
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstddef>
@@ -14,6 +16,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "engine/wire.h"
@@ -32,23 +35,47 @@ inline std::string errno_text() {
 
 }  // namespace mesh_detail
 
+struct MeshFabric::OutFrame {
+  EncodedHeader header;
+  const std::byte* payload = nullptr;
+  std::uint32_t length = 0;
+  std::size_t written = 0;
+  std::shared_ptr<mesh_detail::Bytes> owned;  // control frames own their body
+  std::uint32_t src_qpn = 0;
+  bool data = false;            // may be cancelled
+  bool request = false;         // SEND, WRITE or READ request: dropped when rewinding after RNR
+  bool small = false;           // a data frame of at most kSmallFrameBytes of payload
+  std::uint64_t queued_at = 0;  // the connection's bytes_written when it was queued
+  // A payload sent by reference (mesh_shared_memory.cc): `payload` is then the 16-byte
+  // reference, `source` and `referenced` the payload itself.
+  const std::byte* source = nullptr;
+  std::uint32_t referenced = 0;
+  std::shared_ptr<const int> passed_fd;  // kShareMemory: the memfd that goes with it
+  bool fd_sent = false;
+  std::uint64_t shared_region = 0;  // kShareMemory: the region it shares
+  std::size_t size() const { return kFrameHeaderSize + length; }
+  // What it counts for in the wire window: the bytes it moves, on the wire or by reference.
+  std::size_t weight() const { return size() + referenced; }
+};
 struct MeshFabric::Connection final : FrameReader::Sink {
   enum class Phase { kConnecting, kAwaitChallenge, kAwaitHello, kAwaitAuth, kEstablished, kClosed };
-  struct OutFrame {
-    EncodedHeader header;
-    const std::byte* payload = nullptr;
-    std::uint32_t length = 0;
-    std::size_t written = 0;
-    std::shared_ptr<mesh_detail::Bytes> owned;  // control frames own their body
-    std::uint32_t src_qpn = 0;
-    bool data = false;            // may be cancelled
-    bool request = false;         // SEND, WRITE or READ request: dropped when rewinding after RNR
-    bool small = false;           // a data frame of at most kSmallFrameBytes of payload
-    std::uint64_t queued_at = 0;  // the connection's bytes_written when it was queued
-    std::size_t size() const { return kFrameHeaderSize + length; }
+  using OutFrame = MeshFabric::OutFrame;
+  struct PeerRegion {
+    const std::byte* base;
+    std::size_t size;
   };
 
   Connection(MeshFabric& m, int f, bool d, bool l) : mesh(m), fd(f), dialer(d), local(l) {}
+  ~Connection() override {
+    for (const auto& [id, region] : shared_in) {
+      munmap(const_cast<std::byte*>(region.base), region.size);
+    }
+    for (int received : received_fds) {
+      close(received);
+    }
+  }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
 
   Placement place(const FrameHeader& h) override {
     if (phase != Phase::kEstablished || peer == kUnassignedNode || mesh.receiver_ == nullptr) {
@@ -67,6 +94,14 @@ struct MeshFabric::Connection final : FrameReader::Sink {
     return mesh.on_control(*this, h, body);
   }
   bool accepts_data() const override { return phase == Phase::kEstablished; }
+  const std::byte* referenced(std::uint64_t region, std::uint64_t offset,
+                              std::uint32_t length) override {
+    auto it = shared_in.find(region);
+    if (it == shared_in.end() || offset > it->second.size || length > it->second.size - offset) {
+      return nullptr;
+    }
+    return it->second.base + offset;
+  }
 
   // The handshake (mesh_handshake.cc). Each returns false once it refused or closed `*this`.
   bool on_hello(ByteReader& r);
@@ -106,6 +141,9 @@ struct MeshFabric::Connection final : FrameReader::Sink {
   bool want_write = false;
   bool epollout_armed = false;
   std::uint64_t counted_rx = 0;
+  std::set<std::uint64_t> shared_out;             // regions of ours the peer has mapped
+  std::map<std::uint64_t, PeerRegion> shared_in;  // the peer's regions mapped here
+  std::deque<int> received_fds;                   // for the kShareMemory frames to come
   EventLoop::Clock::time_point last_rx = EventLoop::Clock::now();
   EventLoop::Clock::time_point last_tx = EventLoop::Clock::now();
   const EventLoop::Clock::time_point opened = EventLoop::Clock::now();

@@ -82,7 +82,10 @@ void MeshFabric::send_control(Connection& c, std::uint8_t op, Bytes body) {
 void MeshFabric::on_readable(Connection& c) {
   std::string reason;
   const auto result = c.reader.pump(
-      [&c](const iovec* iov, int count) { return readv(c.fd, iov, count); }, c, reason, kTurnBytes);
+      [this, &c](const iovec* iov, int count) {
+        return c.local ? receive(c, iov, count) : readv(c.fd, iov, count);
+      },
+      c, reason, kTurnBytes);
   const std::uint64_t turn = c.reader.bytes_read() - c.counted_rx;
   stats_.wire_bytes_received += turn;
   stats_.max_read_turn_bytes = std::max(stats_.max_read_turn_bytes, turn);
@@ -210,6 +213,7 @@ void MeshFabric::send(NodeId to, const FrameHeader& header, const std::byte* pay
   f.request = cancellable(header, true);
   f.small = header.payload_length <= kSmallFrameBytes;
   f.queued_at = c.bytes_written;
+  send_by_reference(c, f);
   auto& queue = c.qp_queues[header.src_qpn];
   if (queue.empty()) {
     // A small frame of an idle QP (a latency message, an ACK) goes next rather than behind a
@@ -243,7 +247,7 @@ void MeshFabric::cancel(NodeId to, std::uint32_t src_qpn, bool requests_only) {
   for (auto w = c.wire.begin(); w != c.wire.end();) {
     if (w->src_qpn == src_qpn && w->data && (!requests_only || w->request) && w->written == 0 &&
         w != c.wire.begin()) {
-      c.wire_bytes -= w->size();
+      c.wire_bytes -= w->weight();
       w = c.wire.erase(w);
     } else {
       ++w;
@@ -252,6 +256,7 @@ void MeshFabric::cancel(NodeId to, std::uint32_t src_qpn, bool requests_only) {
 }
 
 void MeshFabric::release_memory(const std::byte* base, std::size_t length) {
+  forget_shared_memory(base, length);
   auto inside = [&](const std::byte* p, std::size_t n) {
     return p != nullptr && n > 0 && p < base + length && p + n > base;
   };
@@ -290,7 +295,7 @@ void MeshFabric::write_some(Connection& c) {
     // large transfer cannot starve a latency test.
     while (c.wire_bytes < kWireWindow) {
       if (!c.control_queue.empty()) {
-        c.wire_bytes += c.control_queue.front().size();
+        c.wire_bytes += c.control_queue.front().weight();
         c.wire.push_back(std::move(c.control_queue.front()));
         c.control_queue.pop_front();
         continue;
@@ -305,7 +310,7 @@ void MeshFabric::write_some(Connection& c) {
         c.qp_queues.erase(qpn);
         continue;
       }
-      c.wire_bytes += queue.front().size();
+      c.wire_bytes += queue.front().weight();
       c.wire.push_back(queue.front());
       queue.pop_front();
       if (!queue.empty()) {
@@ -325,9 +330,16 @@ void MeshFabric::write_some(Connection& c) {
       iov[count++] = {const_cast<std::byte*>(p), n};
       room -= n;
     };
+    OutFrame* passing = nullptr;  // a frame whose descriptor goes with this write
     for (auto& f : c.wire) {
       if (count + 2 > kMaxIov || room == 0) {
         break;
+      }
+      if (f.passed_fd && !f.fd_sent) {
+        if (count > 0) {
+          break;  // a descriptor rides on the first byte of a write of its own
+        }
+        passing = &f;
       }
       if (f.written < kFrameHeaderSize) {
         add(f.header.data() + f.written, kFrameHeaderSize - f.written);
@@ -338,7 +350,10 @@ void MeshFabric::write_some(Connection& c) {
         add(f.payload + done, f.length - done);
       }
     }
-    const ssize_t n = writev(c.fd, iov, count);
+    const ssize_t n = transmit(c, iov, count, passing ? passing->passed_fd.get() : nullptr);
+    if (n > 0 && passing != nullptr) {
+      passing->fd_sent = true;
+    }
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         end_turn();
@@ -368,7 +383,7 @@ void MeshFabric::write_some(Connection& c) {
       at += used;
       left -= used;
       if (used == rest) {
-        c.wire_bytes -= f.size();
+        c.wire_bytes -= f.weight();
         c.wire.pop_front();
       } else {
         f.written += used;

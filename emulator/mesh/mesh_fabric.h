@@ -16,6 +16,7 @@
 #include "runtime/descriptor_reserve.h"
 #include "runtime/event_loop.h"
 #include "runtime/log.h"
+#include "runtime/shared_memory.h"
 
 namespace ernic::emu {
 
@@ -49,7 +50,12 @@ struct MeshConfig {
   // Peers in this network namespace connect over a unix socket (mesh_sockets.cc); off, every
   // connection is TCP.
   bool local_sockets = true;
+  // Over a local socket, a payload of at least kByReferenceBytes in memory the front end
+  // shares is sent as a reference the peer copies from (mesh_shared_memory.cc).
+  bool payloads_by_reference = true;
 };
+
+inline constexpr std::uint32_t kByReferenceBytes = 16u << 10;
 
 struct MeshNode {
   NodeId id = 0;
@@ -74,7 +80,9 @@ struct MeshStats {
   // kSmallFrameBytes: a latency message, an ACK) being queued and its own first byte.
   std::uint64_t max_bytes_ahead_of_small_frame = 0;
   std::uint64_t lanes = 0;  // established extra connections to peers (MeshConfig::extra_lanes)
-  std::uint64_t local_lanes = 0;  // of those, the ones over a local socket
+  std::uint64_t local_lanes = 0;         // of those, the ones over a local socket
+  std::uint64_t bytes_by_reference = 0;  // payload bytes sent as references to shared memory
+  std::uint64_t peer_regions = 0;        // peers' memory regions mapped here
 };
 
 inline constexpr std::uint32_t kSmallFrameBytes = 64u << 10;
@@ -90,6 +98,8 @@ class MeshFabric final : public Fabric {
   MeshFabric& operator=(const MeshFabric&) = delete;
 
   void attach(FabricReceiver& receiver) { receiver_ = &receiver; }
+  // Where payloads may be found in memory that co-located peers can map themselves.
+  void share_memory_from(const SharedMemoryDirectory& directory) { shared_memory_ = &directory; }
   // Manager: listens and is ready at once. Worker: registers with the manager; ready once it
   // has a node id and the topology. `on_fatal` reports what makes the instance unusable
   // (manager unreachable, registration refused).
@@ -110,6 +120,7 @@ class MeshFabric final : public Fabric {
   void release_memory(const std::byte* base, std::size_t length) override;
 
  private:
+  struct OutFrame;
   struct Connection;
   friend struct Connection;
 
@@ -122,6 +133,14 @@ class MeshFabric final : public Fabric {
   // Takes `fd` in as a new unauthenticated connection, or refuses it beyond the bound.
   void accept_connection(int fd, bool local, std::string label);
   void on_events(Connection& c, std::uint32_t events);
+  // Shared memory with co-located peers (mesh_shared_memory.cc).
+  // Turns `f`, queued on local connection `c`, into a reference if its payload is shareable.
+  void send_by_reference(Connection& c, OutFrame& f);
+  bool on_shared_memory_frame(Connection& c, FrameOp op, ByteReader& r);
+  // [base, base + length) goes away: queued references to it become copies, peers unmap it.
+  void forget_shared_memory(const std::byte* base, std::size_t length);
+  ssize_t receive(Connection& c, const iovec* iov, int count);
+  ssize_t transmit(Connection& c, const iovec* iov, int count, const int* fd);
   // The connection leaves the handshake (authenticated or closed).
   void leave_handshake(Connection& c);
   // Why `c` may not be node c.claimed_peer, or empty when it may.
@@ -162,6 +181,12 @@ class MeshFabric final : public Fabric {
   Logger& log_;
   MeshConfig config_;
   FabricReceiver* receiver_ = nullptr;
+  const SharedMemoryDirectory* shared_memory_ = nullptr;
+  struct SharedRegion {
+    const std::byte* base;
+    std::size_t size;
+  };
+  std::map<std::uint64_t, SharedRegion> shared_regions_;  // ours that some peer has mapped
   NodeId node_id_ = kUnassignedNode;
   int listen_fd_ = -1;
   int local_listen_fd_ = -1;

@@ -98,6 +98,10 @@ bool MeshFabric::on_control(Connection& c, const FrameHeader& h, std::span<const
     }
     return false;
   }
+  if ((op == FrameOp::kShareMemory || op == FrameOp::kForgetMemory) &&
+      c.phase == Connection::Phase::kEstablished) {
+    return on_shared_memory_frame(c, op, r);
+  }
   if (op == FrameOp::kHeartbeat && c.phase == Connection::Phase::kEstablished) {
     if (c.lane > 0 && c.dialer && !c.lane_confirmed) {
       c.lane_confirmed = true;  // the acceptor took the lane: frames may go on it now

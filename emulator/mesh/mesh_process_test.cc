@@ -240,8 +240,30 @@ TEST_CASE("peers on this machine talk over local sockets, others over TCP") {
   CHECK(Supervisor::read_stats(manager.stats).at("mesh_local_lanes") == "0");
   const std::string w1 = (dir.path() / "w1.sock").string();
   const std::string w2 = (dir.path() / "w2.sock").string();
-  exchange_between(w1, w2, 31);                       // local
-  exchange_between(manager.socket.string(), w1, 32);  // TCP
+  const auto stat = [&](const std::string& name, const std::string& key) {
+    const auto s = Supervisor::read_stats(dir.path() / (name + ".stats"));
+    return s.count(key) == 1 ? std::stoull(s.at(key)) : 0;
+  };
+  // Local: the 300000-byte SEND and WRITE of w1's client and the READ response from w2's
+  // client memory go by reference, checked byte for byte; when the clients go, each side's
+  // mapping of the other's memory goes with them.
+  exchange_between(w1, w2, 31);
+  REQUIRE(observe(
+      [&] {
+        return stat("w1", "mesh_bytes_by_reference") >= 600000 &&
+               stat("w2", "mesh_bytes_by_reference") >= 300000;
+      },
+      std::chrono::seconds(5)));
+  CHECK(observe(
+      [&] { return stat("w1", "mesh_peer_regions") + stat("w2", "mesh_peer_regions") == 0; },
+      std::chrono::seconds(5)));
+  const std::uint64_t before = stat("w1", "mesh_bytes_by_reference");
+  exchange_between(manager.socket.string(), w1, 32);  // TCP: every byte on the wire
+  const auto exchanged = std::filesystem::file_time_type::clock::now();
+  REQUIRE(
+      observe([&] { return std::filesystem::last_write_time(dir.path() / "w1.stats") > exchanged; },
+              std::chrono::seconds(5)));
+  CHECK(stat("w1", "mesh_bytes_by_reference") == before);
   CHECK(read_all(dir.path() / "w1.log").find("lost node") == std::string::npos);
   CHECK(supervisor.check_alive().empty());
   for (const pid_t worker : {first, second}) {
@@ -311,11 +333,14 @@ TEST_CASE("a malformed frame closes that connection and leaves the instance runn
 // One connection per peer made a latency test's frames wait behind the bulk bytes another QP
 // had put in the kernel's socket buffers (p99 of milliseconds beside one write_bw). Measured in
 // bytes, not time: how many bytes went out on a latency frame's connection between its being
-// queued and its first byte.
+// queued and its first byte. Over TCP (between machines): co-located instances send bulk
+// payloads by reference, a few bytes each.
 TEST_CASE("a QP's latency frames do not queue behind another QP's bulk bytes") {
   TestDir dir("mesh-lanes");
   Supervisor supervisor;
-  supervisor.start(mesh_config(dir.path(), 2));
+  auto config = mesh_config(dir.path(), 2);
+  config.extra_args = {"--mesh-tcp-only"};
+  supervisor.start(config);
   REQUIRE(every_instance_counts(supervisor, "mesh_lanes", 3, std::chrono::seconds(10)));
   const auto& m = supervisor.instances()[0];
   const auto& w = supervisor.instances()[1];

@@ -131,6 +131,8 @@ std::string write_stats(const std::string& path, const Counters& c) {
     text += fmt::format("mesh_wire_bytes_sent : {}\n", c.mesh->wire_bytes_sent);
     text += fmt::format("mesh_lanes : {}\n", c.mesh->lanes);
     text += fmt::format("mesh_local_lanes : {}\n", c.mesh->local_lanes);
+    text += fmt::format("mesh_bytes_by_reference : {}\n", c.mesh->bytes_by_reference);
+    text += fmt::format("mesh_peer_regions : {}\n", c.mesh->peer_regions);
     text += fmt::format("mesh_wire_bytes_received : {}\n", c.mesh->wire_bytes_received);
     text += fmt::format("mesh_malformed_frames : {}\n", c.mesh->malformed_frames);
     text += fmt::format("mesh_refused_peers : {}\n", c.mesh->refused_peers);
@@ -196,6 +198,7 @@ MeshConfig mesh_config(const InstanceConfig& config) {
   mc.mac = config.mac;
   mc.extra_lanes = config.mesh_lanes;
   mc.local_sockets = !config.mesh_tcp_only;
+  mc.payloads_by_reference = !config.mesh_payloads_inline;
   if (config.heartbeat_timeout.count() > 0) {
     mc.heartbeat_timeout = config.heartbeat_timeout;
     mc.heartbeat_interval = std::min(mc.heartbeat_interval, config.heartbeat_timeout / 4);
@@ -273,6 +276,9 @@ int run_instance(const InstanceConfig& config) {
   }
   ShmFrontEnd front(loop, engine, log,
                     {[fabric] { return fabric->local_node(); }, config.gids, config.mac});
+  if (mesh) {
+    mesh->share_memory_from(front);
+  }
   loop.set_deadline_source([&engine] { return engine.next_deadline(); },
                            [&engine] { engine.advance_timers(); });
   loop.set_after_work([&] {
@@ -292,7 +298,7 @@ int run_instance(const InstanceConfig& config) {
   auto update_stats = [&stats] { stats.update(); };
   std::function<void()> stats_tick = [&] {
     update_stats();
-    loop.add_timer(EventLoop::Clock::now() + std::chrono::seconds(1), stats_tick);
+    loop.add_timer(EventLoop::Clock::now() + config.stats_interval, stats_tick);
   };
 
   auto on_ready = [&] {

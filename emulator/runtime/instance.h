@@ -38,10 +38,12 @@ struct InstanceConfig {
   std::string bind = "127.0.0.1";
   std::uint32_t segment_size = 256u << 10;
   std::chrono::microseconds spin{20};
-  std::uint32_t mesh_lanes = 3;  // MeshConfig::extra_lanes
-  bool mesh_tcp_only = false;    // not MeshConfig::local_sockets
+  std::uint32_t mesh_lanes = 3;       // MeshConfig::extra_lanes
+  bool mesh_tcp_only = false;         // not MeshConfig::local_sockets
+  bool mesh_payloads_inline = false;  // not MeshConfig::payloads_by_reference
   // 0: the mesh's defaults (3 s, 5 s); tests shorten them.
   std::chrono::milliseconds heartbeat_timeout{0};
+  std::chrono::milliseconds stats_interval{1000};  // how often the stats file is rewritten
   std::chrono::milliseconds handshake_timeout{0};
   std::uint16_t protocol_major = 0;  // 0: the current version (tests override)
   std::uint16_t protocol_minor = 0;
