@@ -112,7 +112,7 @@ median3_p99() { for _ in 1 2 3; do perf "$@"; done | sort -k2 -n | sed -n 2p | c
 LAT_SOLO_P99=$(median3_p99 send_lat -s 4096 -n 2000)
 stat_of() { awk -v k="$2" '$1 == k {print $3}' "$1"; }
 SENT0=$(stat_of w.stats bytes_sent)
-PERF_PORT=$((OOB + 1)) PERF_TAG=bulk perf write_bw -s 1048576 -D 6 > bulk.txt &
+PERF_PORT=$((OOB + 1)) PERF_TAG=bulk perf write_bw -s 1048576 -D 12 > bulk.txt &
 BULK=$!
 # The bulk tenant runs once the worker sent 64 MiB more (its stats file: every second; payload
 # bytes, which co-located instances mostly send by reference rather than on the wire).

@@ -115,11 +115,12 @@ struct MeshFabric::Connection final : FrameReader::Sink {
   MeshFabric& mesh;
   int fd;
   bool dialer;
-  bool local;                   // a unix socket to a peer in this network namespace
-  bool registering = false;     // this is the worker's connection to the manager
-  std::uint32_t lane = 0;       // 0: the peer's primary connection; else an extra data lane
-  bool lane_confirmed = false;  // a lane the acceptor took (this node lists it in lanes_)
-  std::string dial_host;        // what dial() connected to, for the lanes that follow
+  bool local;                          // a unix socket to a peer in this network namespace
+  bool peer_takes_references = false;  // its handshake said so (mesh_handshake.cc)
+  bool registering = false;            // this is the worker's connection to the manager
+  std::uint32_t lane = 0;              // 0: the peer's primary connection; else an extra data lane
+  bool lane_confirmed = false;         // a lane the acceptor took (this node lists it in lanes_)
+  std::string dial_host;               // what dial() connected to, for the lanes that follow
   std::uint16_t dial_port = 0;
   bool counted = false;  // counted in stats_.peers: uncounted exactly once when it closes
   bool close_after_flush = false;

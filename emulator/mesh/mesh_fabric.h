@@ -51,7 +51,8 @@ struct MeshConfig {
   // connection is TCP.
   bool local_sockets = true;
   // Over a local socket, a payload of at least kByReferenceBytes in memory the front end
-  // shares is sent as a reference the peer copies from (mesh_shared_memory.cc).
+  // shares is sent as a reference the peer copies from (mesh_shared_memory.cc), if the peer
+  // takes references; off, this node neither sends nor takes them.
   bool payloads_by_reference = true;
 };
 

@@ -17,7 +17,15 @@ namespace ernic::emu {
 namespace {
 
 constexpr std::string_view kHandshakeMagic = "ERNIC-MESH";
-constexpr std::uint32_t kCapabilities = 1;  // bit 0: segmented data frames
+// Bit 0: segmented data frames. Bit 1: takes payloads by reference on a local connection
+// (kShareMemory, kForgetMemory, kFlagByReference: mesh_shared_memory.cc); a node without it
+// gets every payload on the wire.
+constexpr std::uint32_t kSegmentedFrames = 1;
+constexpr std::uint32_t kTakesReferences = 2;
+
+std::uint32_t our_capabilities(const MeshConfig& config) {
+  return kSegmentedFrames | (config.payloads_by_reference ? kTakesReferences : 0);
+}
 // Bits 8-15 of the hello's capabilities: which lane of its node a connection is (0: the
 // primary). A node that does not know lanes sends 0 and dials none.
 constexpr int kLaneShift = 8;
@@ -66,7 +74,7 @@ void MeshFabric::on_connected(Connection& c) {
   w.u16(config_.version_major);
   w.u16(config_.version_minor);
   w.u32(c.registering ? kUnassignedNode : node_id_);
-  w.u32(kCapabilities | (c.lane << kLaneShift));
+  w.u32(our_capabilities(config_) | (c.lane << kLaneShift));
   w.raw(c.my_nonce);
   send_control(c, static_cast<std::uint8_t>(FrameOp::kHello), w.bytes());
   write_some(c);
@@ -132,7 +140,9 @@ bool MeshFabric::Connection::on_hello(ByteReader& r) {
   const std::uint16_t major = r.u16();
   const std::uint16_t minor = r.u16();
   const NodeId node = r.u32();
-  lane = (r.u32() >> kLaneShift) & kLaneMask;
+  const std::uint32_t capabilities = r.u32();
+  lane = (capabilities >> kLaneShift) & kLaneMask;
+  peer_takes_references = (capabilities & kTakesReferences) != 0;
   r.bytes(peer_nonce);
   if (r.failed() || magic != kHandshakeMagic) {
     mesh.reject(*this, "not an ERNIC mesh handshake");
@@ -156,7 +166,7 @@ bool MeshFabric::Connection::on_hello(ByteReader& r) {
   w.u16(mesh.config_.version_major);
   w.u16(mesh.config_.version_minor);
   w.u32(mesh.node_id_);
-  w.u32(kCapabilities);
+  w.u32(our_capabilities(mesh.config_));
   w.raw(my_nonce);
   w.raw(make_proof(mesh.config_.token, "acceptor", peer_nonce, my_nonce));
   mesh.send_control(*this, static_cast<std::uint8_t>(FrameOp::kChallenge), w.bytes());
@@ -211,7 +221,7 @@ bool MeshFabric::Connection::on_challenge(FrameOp op, ByteReader& r) {
   const std::uint16_t major = r.u16();
   const std::uint16_t minor = r.u16();
   const NodeId node = r.u32();
-  r.u32();
+  peer_takes_references = (r.u32() & kTakesReferences) != 0;
   r.bytes(peer_nonce);
   Proof proof{};
   r.bytes(proof);

@@ -53,6 +53,33 @@ bool mesh_complete(const Supervisor& supervisor, int peers, std::chrono::seconds
   return every_instance_counts(supervisor, "mesh_peers", peers, timeout);
 }
 
+// A worker of `manager` outside the supervisor, with options of its own; its files are
+// dir/NAME.sock, .log, .stats and .out.
+pid_t spawn_worker(const std::filesystem::path& dir, const InstanceInfo& manager,
+                   const std::string& name, const std::string& gid,
+                   const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {"emulator",
+                                   "--backend",
+                                   "tcp:worker:127.0.0.1:" + std::to_string(manager.mesh_port),
+                                   "--socket",
+                                   (dir / (name + ".sock")).string(),
+                                   "--token-file",
+                                   (dir / "mesh.token").string(),
+                                   "--gids",
+                                   gid,
+                                   "--log-file",
+                                   (dir / (name + ".log")).string(),
+                                   "--stats-file",
+                                   (dir / (name + ".stats")).string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return spawn_ernicctl(args, dir / (name + ".out"));
+}
+
+std::uint64_t stat_of(const std::filesystem::path& stats, const std::string& key) {
+  const auto s = Supervisor::read_stats(stats);
+  return s.count(key) == 1 ? std::stoull(s.at(key)) : 0;
+}
+
 TEST_CASE("three instances carry verified traffic between every pair") {
   TestDir dir("mesh3");
   Supervisor supervisor;
@@ -185,11 +212,7 @@ TEST_CASE("refused lanes leave the peer connected and its traffic whole") {
   const auto socket = dir.path() / "w.sock";
   const auto log = dir.path() / "w.log";
   const auto stats = dir.path() / "w.stats";
-  const pid_t worker = spawn_ernicctl(
-      {"emulator", "--backend", "tcp:worker:127.0.0.1:" + std::to_string(manager.mesh_port),
-       "--socket", socket.string(), "--token-file", (dir.path() / "mesh.token").string(), "--gids",
-       "10.9.0.2", "--mesh-lanes", "3", "--log-file", log.string(), "--stats-file", stats.string()},
-      dir.path() / "w.out");
+  const pid_t worker = spawn_worker(dir.path(), manager, "w", "10.9.0.2", {"--mesh-lanes", "3"});
   REQUIRE(observe(
       [&] {
         const auto s = Supervisor::read_stats(stats);
@@ -216,17 +239,8 @@ TEST_CASE("peers on this machine talk over local sockets, others over TCP") {
   config.extra_args = {"--mesh-tcp-only"};
   supervisor.start(config);
   const auto& manager = supervisor.instances()[0];
-  const auto spawn_worker = [&](const std::string& name, const std::string& gid) {
-    return spawn_ernicctl(
-        {"emulator", "--backend", "tcp:worker:127.0.0.1:" + std::to_string(manager.mesh_port),
-         "--socket", (dir.path() / (name + ".sock")).string(), "--token-file",
-         (dir.path() / "mesh.token").string(), "--gids", gid, "--log-file",
-         (dir.path() / (name + ".log")).string(), "--stats-file",
-         (dir.path() / (name + ".stats")).string()},
-        dir.path() / (name + ".out"));
-  };
-  const pid_t first = spawn_worker("w1", "10.9.0.2");
-  const pid_t second = spawn_worker("w2", "10.9.0.3");
+  const pid_t first = spawn_worker(dir.path(), manager, "w1", "10.9.0.2");
+  const pid_t second = spawn_worker(dir.path(), manager, "w2", "10.9.0.3");
   // Each worker: 3 lanes to the manager (TCP: it has no local socket) and, as the lower id,
   // 3 to the other worker (local) or the other worker's 3 (accepted on its local socket).
   const auto lanes_are = [&](const std::string& name, const std::string& all,
@@ -241,8 +255,7 @@ TEST_CASE("peers on this machine talk over local sockets, others over TCP") {
   const std::string w1 = (dir.path() / "w1.sock").string();
   const std::string w2 = (dir.path() / "w2.sock").string();
   const auto stat = [&](const std::string& name, const std::string& key) {
-    const auto s = Supervisor::read_stats(dir.path() / (name + ".stats"));
-    return s.count(key) == 1 ? std::stoull(s.at(key)) : 0;
+    return stat_of(dir.path() / (name + ".stats"), key);
   };
   // Local: the 300000-byte SEND and WRITE of w1's client and the READ response from w2's
   // client memory go by reference, checked byte for byte; when the clients go, each side's
@@ -270,6 +283,35 @@ TEST_CASE("peers on this machine talk over local sockets, others over TCP") {
     kill(worker, SIGTERM);
     CHECK(wait_exit(worker, std::chrono::seconds(10)) == 0);
   }
+}
+
+// A node that does not take references (--mesh-payloads-inline, or one that predates them)
+// says so in its handshake; a co-located peer then sends it every payload on the wire.
+TEST_CASE("a peer that takes no payloads by reference gets them on the wire") {
+  TestDir dir("mesh-inline");
+  Supervisor supervisor;
+  supervisor.start(mesh_config(dir.path(), 1));
+  const auto& manager = supervisor.instances()[0];
+  const pid_t worker =
+      spawn_worker(dir.path(), manager, "w", "10.9.0.2", {"--mesh-payloads-inline"});
+  const auto stats = dir.path() / "w.stats";
+  REQUIRE(
+      observe([&] { return stat_of(stats, "mesh_local_lanes") == 3; }, std::chrono::seconds(15)));
+  // SEND and WRITE from the manager's client, the READ response from the worker's.
+  exchange_between(manager.socket.string(), (dir.path() / "w.sock").string(), 41);
+  const auto exchanged = std::filesystem::file_time_type::clock::now();
+  REQUIRE(observe(
+      [&] {
+        return std::filesystem::last_write_time(manager.stats) > exchanged &&
+               std::filesystem::last_write_time(stats) > exchanged;
+      },
+      std::chrono::seconds(5)));
+  CHECK(stat_of(manager.stats, "mesh_bytes_by_reference") == 0);
+  CHECK(stat_of(stats, "mesh_bytes_by_reference") == 0);
+  CHECK(stat_of(manager.stats, "mesh_wire_bytes_sent") > 600000);
+  CHECK(supervisor.check_alive().empty());
+  kill(worker, SIGTERM);
+  CHECK(wait_exit(worker, std::chrono::seconds(10)) == 0);
 }
 
 TEST_CASE("a wrong token and a wrong protocol version are refused with clear errors") {

@@ -32,8 +32,8 @@ using mesh_detail::Bytes;
 }  // namespace
 
 void MeshFabric::send_by_reference(Connection& c, OutFrame& f) {
-  if (!c.local || !config_.payloads_by_reference || shared_memory_ == nullptr ||
-      f.length < kByReferenceBytes || f.owned) {
+  if (!c.local || !c.peer_takes_references || !config_.payloads_by_reference ||
+      shared_memory_ == nullptr || f.length < kByReferenceBytes || f.owned) {
     return;
   }
   const auto region = shared_memory_->find(f.payload, f.length);
