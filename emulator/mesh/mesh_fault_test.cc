@@ -166,9 +166,8 @@ void kill_generator(const Supervisor& s, const std::filesystem::path& dir, const
 TEST_CASE("a load generator killed mid-transfer leaves both instances and the mesh up") {
   TestDir dir("kill-generator");
   Supervisor supervisor;
-  auto config = mesh_config(dir.path(), 2);
-  config.extra_args = {"--stats-interval-ms", "20"};  // payload_bytes() follows them closely
-  supervisor.start(config);
+  // payload_bytes() follows the counters closely.
+  supervisor.start(mesh_config_with(dir.path(), 2, {"--stats-interval-ms", "20"}));
   ShmClient manager(supervisor.instances()[0].socket.string());
   ShmClient worker(supervisor.instances()[1].socket.string());
   EndpointPair pair(manager, worker);
@@ -210,9 +209,7 @@ std::string wait_for_exit(Supervisor& s, std::chrono::milliseconds limit) {
 }
 
 SupervisorConfig short_heartbeat(const std::filesystem::path& dir) {
-  SupervisorConfig config = mesh_config(dir, 2);
-  config.extra_args = {"--heartbeat-timeout-ms", "1500"};
-  return config;
+  return mesh_config_with(dir, 2, {"--heartbeat-timeout-ms", "1500"});
 }
 
 TEST_CASE("a frozen instance recovers or is declared lost, and nothing crashes") {

@@ -205,9 +205,7 @@ TEST_CASE("a worker killed mid-transfer gives error completions and the rest kee
 TEST_CASE("refused lanes leave the peer connected and its traffic whole") {
   TestDir dir("lanes-refused");
   Supervisor supervisor;
-  auto config = mesh_config(dir.path(), 1);
-  config.extra_args = {"--mesh-lanes", "0"};
-  supervisor.start(config);
+  supervisor.start(mesh_config_with(dir.path(), 1, {"--mesh-lanes", "0"}));
   const auto& manager = supervisor.instances()[0];
   const auto socket = dir.path() / "w.sock";
   const auto log = dir.path() / "w.log";
@@ -235,9 +233,7 @@ TEST_CASE("refused lanes leave the peer connected and its traffic whole") {
 TEST_CASE("peers on this machine talk over local sockets, others over TCP") {
   TestDir dir("mesh-local");
   Supervisor supervisor;
-  auto config = mesh_config(dir.path(), 1);
-  config.extra_args = {"--mesh-tcp-only"};
-  supervisor.start(config);
+  supervisor.start(mesh_config_with(dir.path(), 1, {"--mesh-tcp-only"}));
   const auto& manager = supervisor.instances()[0];
   const pid_t first = spawn_worker(dir.path(), manager, "w1", "10.9.0.2");
   const pid_t second = spawn_worker(dir.path(), manager, "w2", "10.9.0.3");
@@ -380,9 +376,7 @@ TEST_CASE("a malformed frame closes that connection and leaves the instance runn
 TEST_CASE("a QP's latency frames do not queue behind another QP's bulk bytes") {
   TestDir dir("mesh-lanes");
   Supervisor supervisor;
-  auto config = mesh_config(dir.path(), 2);
-  config.extra_args = {"--mesh-tcp-only"};
-  supervisor.start(config);
+  supervisor.start(mesh_config_with(dir.path(), 2, {"--mesh-tcp-only"}));
   REQUIRE(every_instance_counts(supervisor, "mesh_lanes", 3, std::chrono::seconds(10)));
   const auto& m = supervisor.instances()[0];
   const auto& w = supervisor.instances()[1];

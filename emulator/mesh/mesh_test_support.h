@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <unistd.h>
 
@@ -100,6 +101,14 @@ inline SupervisorConfig mesh_config(const std::filesystem::path& dir, int instan
   c.token = token;
   c.dir = dir;
   c.ready_timeout = std::chrono::milliseconds(20000);
+  return c;
+}
+
+// The same, with options added to every instance's command line.
+inline SupervisorConfig mesh_config_with(const std::filesystem::path& dir, int instances,
+                                         std::vector<std::string> extra_args) {
+  SupervisorConfig c = mesh_config(dir, instances);
+  c.extra_args = std::move(extra_args);
   return c;
 }
 
