@@ -117,6 +117,14 @@ class EmbeddedEmulator final : public EmulatorKind {
              .enum_values = {"none", "error", "warn", "info", "debug"},
              .default_text = "info"},
             {.name = "ready_timeout", .kind = ValueKind::kDuration, .default_text = "30s"},
+            {.name = "payloads",
+             .kind = ValueKind::kEnum,
+             .description = "How instances on one machine pass large payloads: by_reference "
+                            "(the receiver copies from the sender's shared memory: one copy, "
+                            "the fastest) or inline (through their socket: two copies, and a "
+                            "receiving instance less busy beside a latency test)",
+             .enum_values = {"by_reference", "inline"},
+             .default_text = "by_reference"},
         }};
     return schema;
   }
@@ -200,6 +208,9 @@ class EmbeddedEmulator final : public EmulatorKind {
     settings.dir =
         std::filesystem::temp_directory_path() / fmt::format("ernic-{}", context.run_token);
     settings.ready_timeout = config.duration("ready_timeout", settings.ready_timeout);
+    if (config.text("payloads", "by_reference") == "inline") {
+      settings.extra_args.push_back("--mesh-payloads-inline");
+    }
     return settings;
   }
   // The list form: the same settings, each instance where its entry says.

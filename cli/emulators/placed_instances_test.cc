@@ -36,6 +36,25 @@ std::string scenario_with(const std::string& instances) {
 
 const std::string kPlaced = "[{on: hostA, bind: 10.9.0.1}, {on: hostB}]";
 
+// Every line the dry run of `scenario` prints.
+std::string dry_run_of(const std::string& scenario) {
+  const Platform platform = builtin_platform();
+  LoadResult loaded = load_scenario_text(platform, scenario, "placed.yaml", {});
+  REQUIRE(loaded.scenario);
+  Plan plan = make_plan(*loaded.scenario, platform);
+  std::FILE* out = std::tmpfile();
+  DryRunCommandRunner runner(out);
+  auto status = make_status(/*quiet=*/true);
+  Executor(plan, platform, runner, RunOptions{}, *status).run();
+  std::rewind(out);
+  std::string text;
+  for (int c; (c = std::fgetc(out)) != EOF;) {
+    text += static_cast<char>(c);
+  }
+  std::fclose(out);
+  return text;
+}
+
 std::string errors_of(const std::string& text) {
   LoadResult loaded = load_scenario_text(builtin_platform(), text, "placed.yaml", {});
   std::string all;
@@ -147,20 +166,7 @@ TEST_CASE("placed instances: the hosts they run on are created before them, the 
 TEST_CASE("placed instances: the dry run prints each remote instance's commands on its host",
           "[emulator][placed][dry-run]") {
   Interrupt::reset();
-  const Platform platform = builtin_platform();
-  LoadResult loaded = load_scenario_text(platform, scenario_with(kPlaced), "placed.yaml", {});
-  REQUIRE(loaded.scenario);
-  Plan plan = make_plan(*loaded.scenario, platform);
-  std::FILE* out = std::tmpfile();
-  DryRunCommandRunner runner(out);
-  auto status = make_status(/*quiet=*/true);
-  Executor(plan, platform, runner, RunOptions{}, *status).run();
-  std::rewind(out);
-  std::string text;
-  for (int c; (c = std::fgetc(out)) != EOF;) {
-    text += static_cast<char>(c);
-  }
-  std::fclose(out);
+  const std::string text = dry_run_of(scenario_with(kPlaced));
   INFO(text);
   const std::string dir = "/tmp/ernic-<token>-hostB";
   // The host exists before its instance, whose token is a file and whose worker dials the
@@ -183,6 +189,26 @@ TEST_CASE("placed instances: the dry run prints each remote instance's commands 
   // The load generator on hostB attaches to instance 2's socket on hostB.
   CHECK(text.find("client on hostB: '<ernicctl on hostB>' perf write_lat --socket '" + dir +
                   "/ernic2.sock'") != std::string::npos);
+}
+
+// Not placement, but the same scenario serves: the embedded emulator's `payloads` key reaches
+// every instance's command line (local instances here, placed ones through the same settings).
+TEST_CASE("embedded emulator: payloads: inline turns payloads by reference off on every instance",
+          "[emulator]") {
+  const auto count = [](const std::string& text, const std::string& what) {
+    int n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  const std::string inline_text = dry_run_of(scenario_with("2, payloads: inline"));
+  INFO(inline_text);
+  CHECK(count(inline_text, " emulator --backend ") == 2);
+  CHECK(count(inline_text, "--mesh-payloads-inline") == 2);
+  CHECK(count(dry_run_of(scenario_with("2")), "--mesh-payloads-inline") == 0);
+  CHECK_THAT(errors_of(scenario_with("2, payloads: copied")),
+             Catch::Contains("payloads") && Catch::Contains("by_reference"));
 }
 
 }  // namespace

@@ -54,7 +54,7 @@ bool FrameReader::finish_frame(Sink& sink) {
   return true;
 }
 
-bool FrameReader::copy_referenced(Sink& sink, std::string& reason) {
+bool FrameReader::start_copy(Sink& sink, std::string& reason) {
   ByteReader r(reference_);
   const std::uint64_t region = r.u64();
   const std::uint64_t offset = r.u64();
@@ -66,9 +66,9 @@ bool FrameReader::copy_referenced(Sink& sink, std::string& reason) {
         offset, header_.payload_length, region);
     return false;
   }
-  if (destination_ != nullptr) {
-    std::memcpy(destination_, source, header_.payload_length);
-  }
+  copy_source_ = source;
+  copy_done_ = 0;
+  state_ = State::kCopy;
   return true;
 }
 
@@ -83,6 +83,23 @@ FrameReader::Result FrameReader::pump(const ReadFn& read, Sink& sink, std::strin
                                       std::size_t budget) {
   std::size_t used = 0;
   while (used < budget) {
+    if (state_ == State::kCopy) {
+      // The copy is this turn's work as much as a read, and bounded the same way.
+      const std::size_t n =
+          std::min<std::size_t>(header_.payload_length - copy_done_, budget - used);
+      if (destination_ != nullptr) {
+        std::memcpy(destination_ + copy_done_, copy_source_ + copy_done_, n);
+      }
+      copy_done_ += static_cast<std::uint32_t>(n);
+      used += n;
+      if (copy_done_ < header_.payload_length) {
+        break;
+      }
+      if (!finish_frame(sink)) {
+        return Result::kStopped;
+      }
+      continue;
+    }
     iovec iov[2];
     int count = 0;
     std::size_t payload_room = 0;
@@ -134,12 +151,8 @@ FrameReader::Result FrameReader::pump(const ReadFn& read, Sink& sink, std::strin
       }
     } else if (state_ == State::kReference) {
       reference_have_ += got;
-      if (reference_have_ == kPayloadReferenceSize) {
-        if (!copy_referenced(sink, reason)) {
-          return Result::kMalformed;
-        }
-        used += header_.payload_length;  // the copy is this turn's work as much as a read
-        stop = !finish_frame(sink);
+      if (reference_have_ == kPayloadReferenceSize && !start_copy(sink, reason)) {
+        return Result::kMalformed;
       }
     } else {
       const std::size_t into_payload = std::min(got, payload_room);

@@ -47,6 +47,9 @@ class FrameReader {
   // `budget` bytes were read. On kMalformed and kClosed `reason` says why.
   Result pump(const ReadFn& read, Sink& sink, std::string& reason, std::size_t budget = 16u << 20);
   std::uint64_t bytes_read() const { return bytes_read_; }
+  // A payload by reference is being copied over several turns (each within its budget): the
+  // next pump() goes on with it whether or not the source has bytes.
+  bool copying() const { return state_ == State::kCopy; }
   // The payload being read goes to scratch space from now on if its destination lies in
   // [base, base + length) (that memory is about to be unmapped).
   void release_memory(const std::byte* base, std::size_t length);
@@ -54,10 +57,10 @@ class FrameReader {
  private:
   bool header_complete(Sink& sink, std::string& reason, bool& stop);
   bool finish_frame(Sink& sink);
-  // The reference is complete: copies the payload from where it names. False if it is invalid.
-  bool copy_referenced(Sink& sink, std::string& reason);
+  // The reference is complete: the copy from where it names starts. False if it is invalid.
+  bool start_copy(Sink& sink, std::string& reason);
 
-  enum class State { kHeader, kPayload, kReference };
+  enum class State { kHeader, kPayload, kReference, kCopy };
   State state_ = State::kHeader;
   EncodedHeader header_bytes_{};
   std::size_t header_have_ = 0;
@@ -66,6 +69,8 @@ class FrameReader {
   std::uint32_t payload_have_ = 0;
   std::array<std::byte, kPayloadReferenceSize> reference_{};
   std::size_t reference_have_ = 0;
+  const std::byte* copy_source_ = nullptr;
+  std::uint32_t copy_done_ = 0;
   std::vector<std::byte> control_body_;
   std::unique_ptr<std::byte[]> scratch_;  // where refused payloads are read and dropped
   std::uint64_t bytes_read_ = 0;

@@ -248,6 +248,35 @@ TEST_CASE("a payload by reference is copied from the shared memory it names") {
   }
 }
 
+// A referenced payload is copied within each turn's budget, as a payload read from the socket
+// would be, and the copy goes on in the next turns though the socket has nothing more.
+TEST_CASE("a payload by reference is copied a budget at a time") {
+  Source s;
+  FrameHeader h = write_frame(20);
+  h.flags |= kFlagByReference;
+  s.add(h, reference_to(7, 0));
+  Recorder r;
+  for (int i = 0; i < 20; ++i) {
+    r.shared[i] = static_cast<std::byte>(i + 1);
+  }
+  FrameReader reader;
+  std::string reason;
+  auto read = [&](const iovec* iov, int n) { return s.read(iov, n); };
+  // 48 header + 16 reference bytes, then 8 of the 20 payload bytes: the first turn's 72.
+  CHECK(reader.pump(read, r, reason, 72) == FrameReader::Result::kBudgetUsed);
+  CHECK(reader.copying());
+  CHECK(r.delivered_frames.empty());
+  CHECK(r.target[7] == std::byte{8});
+  CHECK(r.target[8] == std::byte{0});
+  CHECK(reader.pump(read, r, reason, 8) == FrameReader::Result::kBudgetUsed);
+  CHECK(r.target[15] == std::byte{16});
+  CHECK(r.delivered_frames.empty());
+  CHECK(reader.pump(read, r, reason, 8) == FrameReader::Result::kWouldBlock);
+  CHECK_FALSE(reader.copying());
+  REQUIRE(r.delivered_payloads.size() == 1);
+  CHECK(r.delivered_payloads[0][19] == std::byte{20});
+}
+
 TEST_CASE("a reference outside the memory the peer shared is malformed") {
   for (const auto& [region, offset] :
        {std::pair<std::uint64_t, std::uint64_t>{8, 0}, {7, 29}, {7, ~std::uint64_t{0}}}) {

@@ -48,6 +48,8 @@ void MeshFabric::start(std::function<void()> on_ready,
   on_ready_ = std::move(on_ready);
   on_fatal_ = std::move(on_fatal);
   listen();
+  copy_poller_ = loop_.add_poller(
+      {[this] { return continue_copies(); }, [this] { return !continue_copies(); }});
   last_heartbeat_ = EventLoop::Clock::now();
   loop_.add_timer(last_heartbeat_ + config_.heartbeat_interval, [this] { heartbeat(); });
   if (config_.role == MeshConfig::Role::kManager) {
@@ -457,6 +459,10 @@ void MeshFabric::shutdown() {
     close_connection(*c, "", false);
   }
   closed_.clear();
+  if (copy_poller_ != 0) {
+    loop_.remove_poller(copy_poller_);
+    copy_poller_ = 0;
+  }
   for (int* fd : {&listen_fd_, &local_listen_fd_}) {
     if (*fd >= 0) {
       loop_.remove_fd(*fd);

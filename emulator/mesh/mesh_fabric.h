@@ -141,6 +141,8 @@ class MeshFabric final : public Fabric {
   // [base, base + length) goes away: queued references to it become copies, peers unmap it.
   void forget_shared_memory(const std::byte* base, std::size_t length);
   ssize_t receive(Connection& c, const iovec* iov, int count);
+  // Goes on with the payloads by reference being copied (a turn each); true if there were any.
+  bool continue_copies();
   ssize_t transmit(Connection& c, const iovec* iov, int count, const int* fd);
   // The connection leaves the handshake (authenticated or closed).
   void leave_handshake(Connection& c);
@@ -183,6 +185,7 @@ class MeshFabric final : public Fabric {
   MeshConfig config_;
   FabricReceiver* receiver_ = nullptr;
   const SharedMemoryDirectory* shared_memory_ = nullptr;
+  int copy_poller_ = 0;
   struct SharedRegion {
     const std::byte* base;
     std::size_t size;

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "mesh/mesh_connection.h"
 
@@ -163,6 +164,25 @@ void MeshFabric::forget_shared_memory(const std::byte* base, std::size_t length)
     }
     region = shared_regions_.erase(region);
   }
+}
+
+bool MeshFabric::continue_copies() {
+  // on_readable() may close connections, which edits connections_: work on a copy.
+  std::vector<Connection*> copying;
+  for (auto& [fd, c] : connections_) {
+    if (c->reader.copying() && c->phase != Connection::Phase::kClosed) {
+      copying.push_back(c.get());
+    }
+  }
+  for (Connection* c : copying) {
+    if (c->phase != Connection::Phase::kClosed) {
+      on_readable(*c);
+    }
+  }
+  if (!copying.empty()) {
+    loop_.yield_between_turns();  // as after a socket's turn: the neighbours run between copies
+  }
+  return !copying.empty();
 }
 
 ssize_t MeshFabric::receive(Connection& c, const iovec* iov, int count) {
