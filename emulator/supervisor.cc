@@ -1,8 +1,10 @@
 #include "supervisor.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -250,6 +252,33 @@ std::string Supervisor::check_alive() {
     }
   }
   return {};
+}
+
+std::string Supervisor::check_health(std::chrono::milliseconds dying) {
+  if (std::string dead = check_alive(); !dead.empty()) {
+    return dead;
+  }
+  std::string lost = check_mesh();
+  if (lost.empty()) {
+    return {};
+  }
+  // Each live instance's exit, observed through a pidfd (no polling loop).
+  std::vector<pollfd> exits;
+  for (std::size_t i = 0; i < instances_.size(); ++i) {
+    const int fd =
+        reaped_[i] ? -1 : static_cast<int>(syscall(SYS_pidfd_open, instances_[i].pid, 0));
+    if (fd >= 0) {
+      exits.push_back({fd, POLLIN, 0});
+    }
+  }
+  if (!exits.empty()) {
+    poll(exits.data(), exits.size(), static_cast<int>(dying.count()));
+  }
+  for (const pollfd& p : exits) {
+    close(p.fd);
+  }
+  std::string dead = check_alive();
+  return dead.empty() ? lost : dead;
 }
 
 void Supervisor::stop(std::chrono::milliseconds grace) {

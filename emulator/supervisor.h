@@ -76,6 +76,10 @@ class Supervisor {
   // (closed, silent past the heartbeat timeout, removed) as `mesh_nodes_lost` in its stats
   // file, which it rewrites at once when its peers change. Never blocks.
   std::string check_mesh() const;
+  // check_alive(), then check_mesh(); a lost peer is often an instance dying at that moment
+  // (its peers see the socket close before its exit can be reaped), and its exit names the
+  // cause better than the loss: so after a loss, waits up to `dying` for an instance to exit.
+  std::string check_health(std::chrono::milliseconds dying = std::chrono::milliseconds(1000));
   // SIGTERM to every process group, wait up to `grace`, then SIGKILL. Idempotent.
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(2000));
   const std::vector<InstanceInfo>& instances() const { return instances_; }

@@ -66,6 +66,36 @@ TEST_CASE("the supervisor starts a mesh, notices a dead worker and stops everyth
   supervisor.stop();  // idempotent
 }
 
+// The run's health check after a mesh loss: a peer that is dying (here: frozen, declared lost by
+// the manager's heartbeats, then killed while the check waits) is named by its exit, not by the
+// loss its peers saw first; a peer that stays alive leaves the loss as the report.
+TEST_CASE("after a mesh loss the health check names the instance that died") {
+  TestDir dir("supervisor-health");
+  Supervisor supervisor;
+  auto config = config_for(dir.path(), 2);
+  config.extra_args = {"--heartbeat-timeout-ms", "600"};
+  supervisor.start(config);
+  const auto instances = supervisor.instances();
+  REQUIRE(kill(instances[1].pid, SIGSTOP) == 0);
+  const auto start = std::chrono::steady_clock::now();
+  while (supervisor.check_mesh().empty() &&
+         std::chrono::steady_clock::now() - start < std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  REQUIRE_FALSE(supervisor.check_mesh().empty());
+  // Alive (stopped): the loss is the report, after the wait.
+  CHECK_THAT(supervisor.check_health(std::chrono::milliseconds(100)),
+             Catch::Contains("instance 1 (manager") && Catch::Contains("lost 1 mesh peer"));
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    kill(instances[1].pid, SIGKILL);
+  });
+  const std::string report = supervisor.check_health(std::chrono::milliseconds(5000));
+  killer.join();
+  CHECK_THAT(report, Catch::Contains("instance 2 (worker") && Catch::Contains("signal 9"));
+  supervisor.stop();
+}
+
 TEST_CASE("a start that fails names the instance and quotes its log") {
   TestDir dir("supervisor-fail");
   auto config = config_for(dir.path(), 2);

@@ -32,10 +32,7 @@ class RunningEmbedded final : public RunningEmulator {
       : supervisor_(std::move(supervisor)) {}
   // A dead instance, or one that lost a mesh peer (its heartbeats declared a frozen or gone
   // instance lost): either way the run's mesh is broken and the run must stop.
-  std::string check_alive() override {
-    std::string dead = supervisor_->check_alive();
-    return dead.empty() ? supervisor_->check_mesh() : dead;
-  }
+  std::string check_alive() override { return supervisor_->check_health(); }
   int instance_count() const override { return static_cast<int>(supervisor_->instances().size()); }
   HostFacts facts_for(int instance) const override {
     for (const auto& info : supervisor_->instances()) {

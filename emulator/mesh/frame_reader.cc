@@ -6,10 +6,17 @@
 
 #include <fmt/format.h>
 
+#include "runtime/streaming_copy.h"
+
 namespace ernic::emu {
 namespace {
 constexpr std::size_t kScratchSize = 64u << 10;
-}
+// Messages from this size on are placed by reference with non-temporal stores: source and
+// destination together no longer fit the cache, and reading each destination line in before
+// overwriting it cost a third more memory traffic (docs/emulator.md, "Local sockets and
+// payloads by reference").
+constexpr std::uint32_t kStreamingMessageBytes = 4u << 20;
+}  // namespace
 
 FrameReader::FrameReader() : scratch_(new std::byte[kScratchSize]) {}
 
@@ -87,7 +94,9 @@ FrameReader::Result FrameReader::pump(const ReadFn& read, Sink& sink, std::strin
       // The copy is this turn's work as much as a read, and bounded the same way.
       const std::size_t n =
           std::min<std::size_t>(header_.payload_length - copy_done_, budget - used);
-      if (destination_ != nullptr) {
+      if (destination_ != nullptr && header_.total_length >= kStreamingMessageBytes) {
+        streaming_copy(destination_ + copy_done_, copy_source_ + copy_done_, n);
+      } else if (destination_ != nullptr) {
         std::memcpy(destination_ + copy_done_, copy_source_ + copy_done_, n);
       }
       copy_done_ += static_cast<std::uint32_t>(n);

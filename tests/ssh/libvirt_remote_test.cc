@@ -380,7 +380,9 @@ TEST_CASE(
 
   state["hosts"].erase(1);
   std::ofstream(state_dir / "up.json") << state.dump(2);
-  status = testing::run_program({ERNIC_BINARY, "down", "--state-dir", state_dir.string()}, &output);
+  std::string second;
+  status = testing::run_program({ERNIC_BINARY, "down", "--state-dir", state_dir.string()}, &second);
+  INFO("the second down:\n" << second);
   CHECK(status == 0);
   CHECK_FALSE(fs::exists(state_dir / "up.json"));
   if (!cache_existed) {
