@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstring>
@@ -90,6 +91,15 @@ bool MeshFabric::on_shared_memory_frame(Connection& c, FrameOp op, ByteReader& r
   }
   const int fd = c.received_fds.front();
   c.received_fds.pop_front();
+  // A mapping longer than its file would fault (SIGBUS) where the copy reads past the end.
+  struct stat file {};
+  if (fstat(fd, &file) != 0 || static_cast<std::uint64_t>(file.st_size) < size) {
+    close(fd);
+    close_connection(c, fmt::format("closing connection to {}: shared memory of {} bytes in a "
+                                    "file of {}",
+                                    c.label, size, static_cast<long long>(file.st_size)));
+    return false;
+  }
   void* p = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
   close(fd);
   if (p == MAP_FAILED) {
