@@ -250,6 +250,9 @@ TEST_CASE("idle connections beyond the bound and the descriptor limit are refuse
   setrlimit(RLIMIT_NOFILE, &own);
   const auto& manager = supervisor.instances()[0];
   CHECK(descriptor_limit(manager.pid).rlim_cur == own.rlim_max);
+  // The worker's lanes are handshakes too: once they are done, the bound is the test's alone.
+  REQUIRE(observe([&] { return Supervisor::read_stats(manager.stats)["mesh_lanes"] == "3"; },
+                  std::chrono::seconds(10)));
 
   // More connections than may wait in the handshake at once: the surplus is closed.
   const int bound = 64;
