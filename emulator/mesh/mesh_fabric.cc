@@ -49,7 +49,7 @@ void MeshFabric::start(std::function<void()> on_ready,
   on_fatal_ = std::move(on_fatal);
   listen();
   copy_poller_ = loop_.add_poller(
-      {[this] { return continue_copies(); }, [this] { return !continue_copies(); }});
+      {[this] { return continue_copies(); }, [this] { return !copies_pending(); }});
   last_heartbeat_ = EventLoop::Clock::now();
   loop_.add_timer(last_heartbeat_ + config_.heartbeat_interval, [this] { heartbeat(); });
   if (config_.role == MeshConfig::Role::kManager) {

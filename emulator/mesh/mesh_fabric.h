@@ -143,6 +143,7 @@ class MeshFabric final : public Fabric {
   ssize_t receive(Connection& c, const iovec* iov, int count);
   // Goes on with the payloads by reference being copied (a turn each); true if there were any.
   bool continue_copies();
+  bool copies_pending() const;
   ssize_t transmit(Connection& c, const iovec* iov, int count, const int* fd);
   // The connection leaves the handshake (authenticated or closed).
   void leave_handshake(Connection& c);

@@ -176,6 +176,12 @@ void MeshFabric::forget_shared_memory(const std::byte* base, std::size_t length)
   }
 }
 
+bool MeshFabric::copies_pending() const {
+  return std::any_of(connections_.begin(), connections_.end(), [](const auto& entry) {
+    return entry.second->reader.copying() && entry.second->phase != Connection::Phase::kClosed;
+  });
+}
+
 bool MeshFabric::continue_copies() {
   // on_readable() may close connections, which edits connections_: work on a copy.
   std::vector<Connection*> copying;
