@@ -62,7 +62,7 @@ TEST_CASE("the supervisor starts a mesh, notices a dead worker and stops everyth
   }
   // The manager and the healthy worker honoured SIGTERM: they logged their orderly stop.
   CHECK_THAT(Supervisor::tail(instances[0].log, 3), Catch::Contains("instance stopped"));
-  CHECK_THAT(Supervisor::tail(instances[0].stats, 20), Catch::Contains("completions : "));
+  CHECK_THAT(Supervisor::tail(instances[0].stats, 40), Catch::Contains("completions : "));
   supervisor.stop();  // idempotent
 }
 

@@ -193,7 +193,7 @@ TEST_CASE("placed instances: the dry run prints each remote instance's commands 
 
 // Not placement, but the same scenario serves: the embedded emulator's `payloads` key reaches
 // every instance's command line (local instances here, placed ones through the same settings).
-TEST_CASE("embedded emulator: payloads: inline turns payloads by reference off on every instance",
+TEST_CASE("embedded emulator: payloads: inline and copies: thread reach every instance",
           "[emulator]") {
   const auto count = [](const std::string& text, const std::string& what) {
     int n = 0;
@@ -209,6 +209,11 @@ TEST_CASE("embedded emulator: payloads: inline turns payloads by reference off o
   CHECK(count(dry_run_of(scenario_with("2")), "--mesh-payloads-inline") == 0);
   CHECK_THAT(errors_of(scenario_with("2, payloads: copied")),
              Catch::Contains("payloads") && Catch::Contains("by_reference"));
+  // `copies: thread` the same way.
+  CHECK(count(dry_run_of(scenario_with("2, copies: thread")), "--mesh-copy-thread") == 2);
+  CHECK(count(dry_run_of(scenario_with("2")), "--mesh-copy-thread") == 0);
+  CHECK_THAT(errors_of(scenario_with("2, copies: thread_pool")),
+             Catch::Contains("copies") && Catch::Contains("thread"));
 }
 
 }  // namespace

@@ -145,6 +145,8 @@ class Engine final : public FabricReceiver {
                        std::uint32_t needed_access) const;
   void complete(Handle cq, const Completion& completion);
   void transmit_pending(QueuePair& q);
+  // The fabric's segment size towards `node`, else config_.max_segment.
+  std::uint32_t segment_size_to(NodeId node) const;
   void complete_finished_sends(QueuePair& q);
   void enter_error(QueuePair& q);
   void fail_head(QueuePair& q, WcStatus status);

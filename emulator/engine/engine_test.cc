@@ -160,6 +160,26 @@ TEST_CASE("RDMA WRITE and READ move data across segments") {
   CHECK(p.sides[0].engine->stats().rdma_read_bytes == 3333);
 }
 
+// The fabric may ask for other segments towards a peer (the mesh: larger ones to a peer that
+// takes payloads by reference); the engine's own size holds elsewhere, READ responses included.
+TEST_CASE("segments follow the size the fabric prefers towards each peer") {
+  Pair p(1000);
+  p.hub.prefer_segments(0, 1, 4096);
+  p.fill(0, 0, 10000, 3);
+  p.post(0, SendOpcode::kRdmaWrite, 1, 0, 10000, p.sides[1].iova + 100, p.sides[1].keys.rkey);
+  p.hub.deliver();
+  CHECK(p.hub.data_frame_lengths() == std::vector<std::uint32_t>{4096, 4096, 1808});
+  CHECK(p.holds(1, 100, 10000, 3));
+  p.fill(1, 20000, 2500, 4);
+  p.post(0, SendOpcode::kRdmaRead, 2, 30000, 2500, p.sides[1].iova + 20000, p.sides[1].keys.rkey);
+  p.hub.deliver();
+  // The READ response comes from side 1, which keeps its own 1000-byte segments.
+  CHECK(p.hub.data_frame_lengths() ==
+        std::vector<std::uint32_t>{4096, 4096, 1808, 1000, 1000, 500});
+  CHECK(p.holds(0, 30000, 2500, 4));
+  REQUIRE(p.poll(0).size() == 2);
+}
+
 // A one-segment WRITE of 100 bytes from side 0's QP to offset 64 of side 1's memory, as the
 // mesh hands it to side 1's engine.
 FrameHeader write_of_100_bytes(const Pair& p) {

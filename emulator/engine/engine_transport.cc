@@ -25,11 +25,16 @@ bool msn_at_or_before(std::uint32_t a, std::uint32_t b) {
 
 }  // namespace
 
+std::uint32_t Engine::segment_size_to(NodeId node) const {
+  const std::uint32_t fabric_choice = fabric_.segment_size_to(node);
+  return std::min(fabric_choice != 0 ? fabric_choice : config_.max_segment, kMaxFramePayload);
+}
+
 void Engine::transmit_pending(QueuePair& q) {
   if (q.rnr_retry_at) {
     return;  // paused until the RNR timer fires
   }
-  const std::uint32_t segment = config_.max_segment;
+  const std::uint32_t segment = segment_size_to(q.remote_node);
   for (; q.next_to_transmit < q.send_queue.size(); ++q.next_to_transmit) {
     SendWqe& wqe = q.send_queue[q.next_to_transmit];
     const SendWr& wr = wqe.wr;
@@ -293,9 +298,10 @@ void Engine::serve_read_request(QueuePair& q, const FrameHeader& h) {
   r.src_qpn = q.qpn;
   r.msn = h.msn;
   r.total_length = h.total_length;
+  const std::uint32_t segment = segment_size_to(q.remote_node);
   std::uint32_t offset = 0;
   do {
-    const std::uint32_t length = std::min(config_.max_segment, h.total_length - offset);
+    const std::uint32_t length = std::min(segment, h.total_length - offset);
     r.offset = offset;
     r.payload_length = length;
     r.flags = offset + length == h.total_length ? kFlagLast : 0;

@@ -54,6 +54,13 @@ class Fabric {
   // error state, only its requests (SEND, WRITE, READ request) when it rewinds after an RNR
   // NAK. ACKs and NAKs it already generated still go out.
   virtual void cancel(NodeId to, std::uint32_t src_qpn, bool requests_only = false) = 0;
+  // The segment size to use towards `node` instead of the engine's own, or 0. A segment's size
+  // bounds what a frame of another QP waits behind on a wire; a fabric that carries payloads
+  // to `node` without a wire (by reference) is better served by fewer, larger ones.
+  virtual std::uint32_t segment_size_to(NodeId node) const {
+    (void)node;
+    return 0;
+  }
   // [base, base + length) is about to be unmapped (its client went away, its QPs are already
   // destroyed): no frame may be written from it or read into it afterwards. A frame already
   // partly on the wire is finished from a copy; a payload being received goes to scratch space.

@@ -26,6 +26,11 @@ void LocalHub::Port::send(NodeId to, const FrameHeader& header, const std::byte*
   hub_.queue_.push_back({node_, to, header, payload});
 }
 
+std::uint32_t LocalHub::Port::segment_size_to(NodeId node) const {
+  const auto it = hub_.segment_sizes_.find({node_, node});
+  return it == hub_.segment_sizes_.end() ? 0 : it->second;
+}
+
 void LocalHub::Port::cancel(NodeId to, std::uint32_t src_qpn, bool requests_only) {
   std::erase_if(hub_.queue_, [&](const QueuedFrame& f) {
     return f.from == node_ && f.to == to && f.header.src_qpn == src_qpn &&
@@ -66,6 +71,10 @@ std::size_t LocalHub::deliver(std::size_t max_frames) {
       std::memmove(placement.destination, frame.payload, frame.header.payload_length);
     }
     target.receiver->delivered(frame.from, frame.header);
+    if (frame.header.op == FrameOp::kWrite || frame.header.op == FrameOp::kSend ||
+        frame.header.op == FrameOp::kReadResponse) {
+      data_frame_lengths_.push_back(frame.header.payload_length);
+    }
     ++delivered;
     ++frames_delivered_;
   }

@@ -27,6 +27,7 @@ class LocalHub {
     void send(NodeId to, const FrameHeader& header, const std::byte* payload) override;
     void cancel(NodeId to, std::uint32_t src_qpn, bool requests_only) override;
     void release_memory(const std::byte* base, std::size_t length) override;
+    std::uint32_t segment_size_to(NodeId node) const override;
 
    private:
     LocalHub& hub_;
@@ -43,6 +44,13 @@ class LocalHub {
   // The node vanishes: its queued frames are dropped and every other node is told.
   void disconnect(NodeId node);
   std::uint64_t frames_delivered() const { return frames_delivered_; }
+  // What segment_size_to() says from `from` to `to` (0, the engine's own, unless set): lets a
+  // test stand in for a fabric that prefers other segments towards some peers.
+  void prefer_segments(NodeId from, NodeId to, std::uint32_t size) {
+    segment_sizes_[{from, to}] = size;
+  }
+  // The payload lengths of the data frames delivered so far, in order.
+  const std::vector<std::uint32_t>& data_frame_lengths() const { return data_frame_lengths_; }
 
  private:
   struct QueuedFrame {
@@ -60,6 +68,8 @@ class LocalHub {
   std::map<NodeId, Node> nodes_;
   std::deque<QueuedFrame> queue_;
   std::uint64_t frames_delivered_ = 0;
+  std::map<std::pair<NodeId, NodeId>, std::uint32_t> segment_sizes_;
+  std::vector<std::uint32_t> data_frame_lengths_;
 };
 
 }  // namespace ernic::emu

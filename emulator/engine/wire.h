@@ -31,6 +31,9 @@ enum class FrameOp : std::uint8_t {
   // comes with this frame (SCM_RIGHTS); body: region id u64, size u64.
   kShareMemory = 0x48,
   kForgetMemory = 0x49,  // body: region id u64; no frame refers to it after this one
+  // Body: payload bytes by reference this node has placed since its last kCopied, u64. To a
+  // peer whose handshake says it waits for them (mesh_shared_memory.cc, "copy window").
+  kCopied = 0x4a,
 };
 
 enum FrameFlags : std::uint8_t {

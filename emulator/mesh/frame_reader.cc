@@ -34,6 +34,7 @@ bool FrameReader::header_complete(Sink& sink, std::string& reason, bool& stop) {
     return false;
   }
   const bool by_reference = (header_.flags & kFlagByReference) != 0;
+  by_reference_ = by_reference;
   header_.flags &= static_cast<std::uint8_t>(~kFlagByReference);  // the engine never sees it
   if (is_control(header_.op)) {
     control_body_.resize(header_.payload_length);
@@ -79,10 +80,21 @@ bool FrameReader::start_copy(Sink& sink, std::string& reason) {
   return true;
 }
 
+bool FrameReader::writes_into(const std::byte* base, std::size_t length) const {
+  return state_ != State::kHeader && !is_control(header_.op) && destination_ != nullptr &&
+         destination_ < base + length && destination_ + header_.payload_length > base;
+}
+
 void FrameReader::release_memory(const std::byte* base, std::size_t length) {
-  if (state_ != State::kHeader && !is_control(header_.op) && destination_ != nullptr &&
-      destination_ < base + length && destination_ + header_.payload_length > base) {
+  if (writes_into(base, length)) {
     destination_ = nullptr;
+  }
+}
+
+void FrameReader::copy_finished() {
+  if (state_ == State::kCopyElsewhere) {
+    state_ = State::kCopy;
+    copy_done_ = header_.payload_length;
   }
 }
 
@@ -90,11 +102,20 @@ FrameReader::Result FrameReader::pump(const ReadFn& read, Sink& sink, std::strin
                                       std::size_t budget) {
   std::size_t used = 0;
   while (used < budget) {
+    if (state_ == State::kCopyElsewhere) {
+      return Result::kCopyElsewhere;
+    }
     if (state_ == State::kCopy) {
+      const bool streaming = header_.total_length >= kStreamingMessageBytes;
+      if (copy_done_ == 0 && destination_ != nullptr &&
+          sink.copy_elsewhere(destination_, copy_source_, header_.payload_length, streaming)) {
+        state_ = State::kCopyElsewhere;
+        return Result::kCopyElsewhere;
+      }
       // The copy is this turn's work as much as a read, and bounded the same way.
       const std::size_t n =
           std::min<std::size_t>(header_.payload_length - copy_done_, budget - used);
-      if (destination_ != nullptr && header_.total_length >= kStreamingMessageBytes) {
+      if (destination_ != nullptr && streaming) {
         streaming_copy(destination_ + copy_done_, copy_source_ + copy_done_, n);
       } else if (destination_ != nullptr) {
         std::memcpy(destination_ + copy_done_, copy_source_ + copy_done_, n);

@@ -37,10 +37,17 @@ class FrameReader {
       (void)region, (void)offset, (void)length;
       return nullptr;
     }
+    // Offers the copy of a payload by reference to somebody else (the instance's CopyEngine).
+    // True if taken: the reader then reads nothing until copy_finished() says it is done.
+    virtual bool copy_elsewhere(std::byte* destination, const std::byte* source,
+                                std::uint32_t length, bool streaming) {
+      (void)destination, (void)source, (void)length, (void)streaming;
+      return false;
+    }
   };
   // Behaves like readv: bytes read, 0 at end of stream, -1 with errno (EAGAIN: nothing now).
   using ReadFn = std::function<ssize_t(const iovec* iov, int count)>;
-  enum class Result { kWouldBlock, kClosed, kMalformed, kStopped, kBudgetUsed };
+  enum class Result { kWouldBlock, kClosed, kMalformed, kStopped, kBudgetUsed, kCopyElsewhere };
 
   FrameReader();
   // Reads until the source would block, closes, sends a malformed frame, the sink stops, or
@@ -50,6 +57,14 @@ class FrameReader {
   // A payload by reference is being copied over several turns (each within its budget): the
   // next pump() goes on with it whether or not the source has bytes.
   bool copying() const { return state_ == State::kCopy; }
+  // The sink took the current payload's copy (Sink::copy_elsewhere) and has not finished it.
+  bool copying_elsewhere() const { return state_ == State::kCopyElsewhere; }
+  // In Sink::delivered(): the frame's payload came by reference.
+  bool delivering_reference() const { return by_reference_; }
+  // The copy taken elsewhere is done (or abandoned): the next pump() delivers the frame.
+  void copy_finished();
+  // The payload being read is written into [base, base + length).
+  bool writes_into(const std::byte* base, std::size_t length) const;
   // The payload being read goes to scratch space from now on if its destination lies in
   // [base, base + length) (that memory is about to be unmapped).
   void release_memory(const std::byte* base, std::size_t length);
@@ -60,7 +75,7 @@ class FrameReader {
   // The reference is complete: the copy from where it names starts. False if it is invalid.
   bool start_copy(Sink& sink, std::string& reason);
 
-  enum class State { kHeader, kPayload, kReference, kCopy };
+  enum class State { kHeader, kPayload, kReference, kCopy, kCopyElsewhere };
   State state_ = State::kHeader;
   EncodedHeader header_bytes_{};
   std::size_t header_have_ = 0;
@@ -71,6 +86,7 @@ class FrameReader {
   std::size_t reference_have_ = 0;
   const std::byte* copy_source_ = nullptr;
   std::uint32_t copy_done_ = 0;
+  bool by_reference_ = false;  // the current frame's payload came by reference
   std::vector<std::byte> control_body_;
   std::unique_ptr<std::byte[]> scratch_;  // where refused payloads are read and dropped
   std::uint64_t bytes_read_ = 0;

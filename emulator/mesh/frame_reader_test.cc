@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 namespace ernic::emu {
@@ -275,6 +276,46 @@ TEST_CASE("a payload by reference is copied a budget at a time") {
   CHECK_FALSE(reader.copying());
   REQUIRE(r.delivered_payloads.size() == 1);
   CHECK(r.delivered_payloads[0][19] == std::byte{20});
+}
+
+// A sink that takes copies elsewhere gets the addresses once; the reader reads nothing more
+// (the next frame stays in the source) until it is told the copy is done, then delivers.
+TEST_CASE("a payload by reference copied elsewhere holds the stream until it is done") {
+  struct TakesCopies : Recorder {
+    std::vector<std::tuple<std::byte*, const std::byte*, std::uint32_t>> offered;
+    bool copy_elsewhere(std::byte* destination, const std::byte* source, std::uint32_t length,
+                        bool) override {
+      offered.emplace_back(destination, source, length);
+      return true;
+    }
+  };
+  Source s;
+  FrameHeader h = write_frame(20);
+  h.flags |= kFlagByReference;
+  s.add(h, reference_to(7, 4));
+  s.add(write_frame(2), bytes({0x11, 0x22}));
+  TakesCopies r;
+  FrameReader reader;
+  std::string reason;
+  auto read = [&](const iovec* iov, int n) { return s.read(iov, n); };
+  CHECK(reader.pump(read, r, reason) == FrameReader::Result::kCopyElsewhere);
+  REQUIRE(r.offered.size() == 1);
+  CHECK(std::get<0>(r.offered[0]) == r.target.data());
+  CHECK(std::get<1>(r.offered[0]) == r.shared.data() + 4);
+  CHECK(std::get<2>(r.offered[0]) == 20);
+  CHECK(reader.copying_elsewhere());
+  const std::size_t read_so_far = s.pos;
+  CHECK(reader.pump(read, r, reason) == FrameReader::Result::kCopyElsewhere);
+  CHECK(s.pos == read_so_far);
+  CHECK(r.delivered_frames.empty());
+  CHECK(r.target[0] == std::byte{0});  // the reader copied nothing itself
+  r.target[0] = std::byte{0x5a};       // what the copier placed
+  reader.copy_finished();
+  CHECK(reader.pump(read, r, reason) == FrameReader::Result::kWouldBlock);
+  REQUIRE(r.delivered_frames.size() == 2);
+  CHECK(r.delivered_payloads[0][0] == std::byte{0x5a});
+  CHECK(r.target[0] == std::byte{0x11});  // the next frame, read after the copy
+  CHECK(r.offered.size() == 1);
 }
 
 TEST_CASE("a reference outside the memory the peer shared is malformed") {

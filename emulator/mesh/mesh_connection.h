@@ -29,6 +29,20 @@ namespace mesh_detail {
 
 using Bytes = std::basic_string<std::byte>;
 
+// Bytes one connection may move in one turn of the event loop before everything else the
+// instance serves has its turn (the front end's doorbells, the other peers). Reading a
+// connection until 16 MiB (or writing until EAGAIN) made a latency message wait up to 8 ms
+// behind another peer's bulk WRITEs (issue 12 item 7). 64 KiB turns cost 25-40 % more CPU per
+// byte than the old code, 128 KiB less (docs/emulator.md, "Several tenants").
+inline constexpr std::size_t kTurnBytes = 128u << 10;
+// Payload bytes a connection sends by reference ahead of what the peer said it placed
+// (kCopied): a frame of another QP on that connection waits behind at most this much copying
+// in the peer, where the socket could hold thousands of 64-byte references (megabytes each).
+inline constexpr std::uint64_t kCopyWindowBytes = 2u << 20;
+// The receiver acknowledges this much at once, and whatever it has when reading stops; less
+// than the window minus the largest segment, so a sender waiting for room always gets it.
+inline constexpr std::uint64_t kCopiedBatchBytes = 512u << 10;
+
 inline std::string errno_text() {
   return std::strerror(errno);
 }
@@ -85,6 +99,9 @@ struct MeshFabric::Connection final : FrameReader::Sink {
     return mesh.receiver_->place(peer, h);
   }
   void delivered(const FrameHeader& h) override {
+    if (reader.delivering_reference()) {
+      mesh.count_copied(*this, h.payload_length);
+    }
     if (accepted) {
       accepted = false;
       mesh.receiver_->delivered(peer, h);
@@ -94,6 +111,10 @@ struct MeshFabric::Connection final : FrameReader::Sink {
     return mesh.on_control(*this, h, body);
   }
   bool accepts_data() const override { return phase == Phase::kEstablished; }
+  bool copy_elsewhere(std::byte* destination, const std::byte* source, std::uint32_t length,
+                      bool streaming) override {
+    return mesh.copy_elsewhere(*this, destination, source, length, streaming);
+  }
   const std::byte* referenced(std::uint64_t region, std::uint64_t offset,
                               std::uint32_t length) override {
     auto it = shared_in.find(region);
@@ -115,12 +136,19 @@ struct MeshFabric::Connection final : FrameReader::Sink {
   MeshFabric& mesh;
   int fd;
   bool dialer;
-  bool local;                          // a unix socket to a peer in this network namespace
-  bool peer_takes_references = false;  // its handshake said so (mesh_handshake.cc)
-  bool registering = false;            // this is the worker's connection to the manager
-  std::uint32_t lane = 0;              // 0: the peer's primary connection; else an extra data lane
-  bool lane_confirmed = false;         // a lane the acceptor took (this node lists it in lanes_)
-  std::string dial_host;               // what dial() connected to, for the lanes that follow
+  bool local;                             // a unix socket to a peer in this network namespace
+  bool peer_takes_references = false;     // its handshake said so (mesh_handshake.cc)
+  bool peer_acknowledges_copies = false;  // it sends kCopied: the copy window applies
+  // The copy window (mesh_shared_memory.cc): bytes sent by reference the peer has not said it
+  // placed, the QPs whose next frame waits for room in it, and (receiving) bytes placed by
+  // reference not acknowledged yet.
+  std::uint64_t referenced_in_flight = 0;
+  std::deque<std::uint32_t> waiting_for_copies;
+  std::uint64_t copied_unacknowledged = 0;
+  bool registering = false;     // this is the worker's connection to the manager
+  std::uint32_t lane = 0;       // 0: the peer's primary connection; else an extra data lane
+  bool lane_confirmed = false;  // a lane the acceptor took (this node lists it in lanes_)
+  std::string dial_host;        // what dial() connected to, for the lanes that follow
   std::uint16_t dial_port = 0;
   bool counted = false;  // counted in stats_.peers: uncounted exactly once when it closes
   bool close_after_flush = false;
@@ -141,6 +169,7 @@ struct MeshFabric::Connection final : FrameReader::Sink {
   std::uint64_t bytes_written = 0;
   bool want_write = false;
   bool epollout_armed = false;
+  CopyEngine::Token copy_token = 0;  // the reader's payload the CopyEngine is copying
   std::uint64_t counted_rx = 0;
   std::set<std::uint64_t> shared_out;             // regions of ours the peer has mapped
   std::map<std::uint64_t, PeerRegion> shared_in;  // the peer's regions mapped here

@@ -20,12 +20,6 @@
 namespace ernic::emu {
 namespace {
 
-// Bytes one connection may move in one turn of the event loop before everything else the
-// instance serves has its turn (the front end's doorbells, the other peers). Reading a
-// connection until 16 MiB (or writing until EAGAIN) made a latency message wait up to 8 ms
-// behind another peer's bulk WRITEs (issue 12 item 7). 64 KiB turns cost 25-40 % more CPU per
-// byte than the old code, 128 KiB less (docs/emulator.md, "Several tenants").
-constexpr std::size_t kTurnBytes = 128u << 10;
 // Bytes committed to the socket order at once: what a frame of another QP queued now finds
 // ahead of it at most, besides the socket's own buffers.
 constexpr std::size_t kWireWindow = 256u << 10;
@@ -33,6 +27,7 @@ constexpr int kMaxIov = 64;
 
 using mesh_detail::Bytes;
 using mesh_detail::errno_text;
+using mesh_detail::kTurnBytes;
 
 }  // namespace
 
@@ -50,6 +45,10 @@ void MeshFabric::start(std::function<void()> on_ready,
   listen();
   copy_poller_ = loop_.add_poller(
       {[this] { return continue_copies(); }, [this] { return !copies_pending(); }});
+  if (config_.payloads_by_reference && config_.copies_elsewhere) {
+    copy_engine_ = std::make_unique<CopyEngine>(
+        loop_, [this](CopyEngine::Token token, bool rescued) { copy_done(token, rescued); });
+  }
   last_heartbeat_ = EventLoop::Clock::now();
   loop_.add_timer(last_heartbeat_ + config_.heartbeat_interval, [this] { heartbeat(); });
   if (config_.role == MeshConfig::Role::kManager) {
@@ -93,6 +92,10 @@ void MeshFabric::on_readable(Connection& c) {
   stats_.max_read_turn_bytes = std::max(stats_.max_read_turn_bytes, turn);
   c.counted_rx = c.reader.bytes_read();
   c.last_rx = EventLoop::Clock::now();
+  if (c.copied_unacknowledged > 0 && result != FrameReader::Result::kBudgetUsed &&
+      c.phase != Connection::Phase::kClosed) {
+    acknowledge_copies(c);  // reading stopped: the peer need not wait for a full batch
+  }
   switch (result) {
     case FrameReader::Result::kMalformed:
       ++stats_.malformed_frames;
@@ -114,6 +117,9 @@ void MeshFabric::close_connection(Connection& c, const std::string& reason, bool
   }
   const bool was_established = c.phase == Connection::Phase::kEstablished;
   leave_handshake(c);
+  if (c.copy_token != 0) {
+    end_copy_elsewhere(c, false);  // before the peer's regions it reads from are unmapped
+  }
   c.phase = Connection::Phase::kClosed;
   loop_.remove_fd(c.fd);
   close(c.fd);
@@ -277,6 +283,9 @@ void MeshFabric::release_memory(const std::byte* base, std::size_t length) {
         copy_out(f);
       }
     }
+    if (c->copy_token != 0 && c->reader.writes_into(base, length)) {
+      end_copy_elsewhere(*c, false);
+    }
     c->reader.release_memory(base, length);
   }
   std::erase_if(self_frames_,
@@ -310,6 +319,10 @@ void MeshFabric::write_some(Connection& c) {
       auto& queue = c.qp_queues[qpn];
       if (queue.empty()) {
         c.qp_queues.erase(qpn);
+        continue;
+      }
+      if (!copy_window_allows(c, queue.front())) {
+        c.waiting_for_copies.push_back(qpn);  // back in the round when kCopied comes
         continue;
       }
       c.wire_bytes += queue.front().weight();
@@ -385,6 +398,11 @@ void MeshFabric::write_some(Connection& c) {
       at += used;
       left -= used;
       if (used == rest) {
+        if (f.referenced > 0 && c.peer_acknowledges_copies) {
+          c.referenced_in_flight += f.referenced;
+          stats_.max_referenced_in_flight =
+              std::max(stats_.max_referenced_in_flight, c.referenced_in_flight);
+        }
         c.wire_bytes -= f.weight();
         c.wire.pop_front();
       } else {
@@ -403,7 +421,7 @@ void MeshFabric::write_some(Connection& c) {
   c.want_write = false;
   if (c.epollout_armed) {
     c.epollout_armed = false;
-    loop_.modify_fd(c.fd, EPOLLIN);
+    update_events(c);
   }
   if (c.close_after_flush) {
     close_connection(c, "", false);
@@ -413,8 +431,12 @@ void MeshFabric::write_some(Connection& c) {
 void MeshFabric::arm_epollout(Connection& c) {
   if (!c.epollout_armed) {
     c.epollout_armed = true;
-    loop_.modify_fd(c.fd, EPOLLIN | EPOLLOUT);
+    update_events(c);
   }
+}
+
+void MeshFabric::update_events(Connection& c) {
+  loop_.modify_fd(c.fd, (c.copy_token == 0 ? EPOLLIN : 0u) | (c.epollout_armed ? EPOLLOUT : 0u));
 }
 
 void MeshFabric::deliver_to_self() {
@@ -463,6 +485,7 @@ void MeshFabric::shutdown() {
     loop_.remove_poller(copy_poller_);
     copy_poller_ = 0;
   }
+  copy_engine_.reset();  // after the connections: none has a copy in it any more
   for (int* fd : {&listen_fd_, &local_listen_fd_}) {
     if (*fd >= 0) {
       loop_.remove_fd(*fd);

@@ -13,6 +13,7 @@
 #include <netinet/in.h>
 
 #include "engine/fabric.h"
+#include "runtime/copy_engine.h"
 #include "runtime/descriptor_reserve.h"
 #include "runtime/event_loop.h"
 #include "runtime/log.h"
@@ -54,9 +55,14 @@ struct MeshConfig {
   // shares is sent as a reference the peer copies from (mesh_shared_memory.cc), if the peer
   // takes references; off, this node neither sends nor takes them.
   bool payloads_by_reference = true;
+  // Payloads by reference longer than a turn are copied by a CopyEngine (a thread at idle
+  // priority) while the event loop goes on; off (the default: twice the bulk bandwidth on two
+  // cores), the loop copies them over several turns.
+  bool copies_elsewhere = false;
 };
 
 inline constexpr std::uint32_t kByReferenceBytes = 16u << 10;
+inline constexpr std::uint32_t kByReferenceSegmentBytes = 1u << 20;
 
 struct MeshNode {
   NodeId id = 0;
@@ -84,6 +90,11 @@ struct MeshStats {
   std::uint64_t local_lanes = 0;         // of those, the ones over a local socket
   std::uint64_t bytes_by_reference = 0;  // payload bytes sent as references to shared memory
   std::uint64_t peer_regions = 0;        // peers' memory regions mapped here
+  std::uint64_t copies_elsewhere = 0;    // payloads by reference the CopyEngine copied
+  std::uint64_t copies_rescued = 0;      // of those, finished by the loop (the thread was late)
+  // The most payload bytes one connection had sent by reference and not seen acknowledged
+  // (kCopied): what a frame of another QP could wait behind in the peer's copies.
+  std::uint64_t max_referenced_in_flight = 0;
 };
 
 inline constexpr std::uint32_t kSmallFrameBytes = 64u << 10;
@@ -118,6 +129,10 @@ class MeshFabric final : public Fabric {
   bool reachable(NodeId node) const override;
   void send(NodeId to, const FrameHeader& header, const std::byte* payload) override;
   void cancel(NodeId to, std::uint32_t src_qpn, bool requests_only) override;
+  // Segments of kByReferenceSegmentBytes to a co-located peer that takes payloads by
+  // reference: only 64 bytes of each go on its socket, and each one costs the receiver a
+  // hand-off to its CopyEngine.
+  std::uint32_t segment_size_to(NodeId node) const override;
   void release_memory(const std::byte* base, std::size_t length) override;
 
  private:
@@ -144,6 +159,20 @@ class MeshFabric final : public Fabric {
   // Goes on with the payloads by reference being copied (a turn each); true if there were any.
   bool continue_copies();
   bool copies_pending() const;
+  // Gives the copy of a payload by reference the reader of `c` met to the CopyEngine, if it is
+  // long enough to be worth the hand-off; `c` reads nothing more until it is done.
+  bool copy_elsewhere(Connection& c, std::byte* destination, const std::byte* source,
+                      std::uint32_t length, bool streaming);
+  void copy_done(CopyEngine::Token token, bool rescued);
+  // The copy window: `c` placed `length` more bytes that came by reference (acknowledged to the
+  // peer in batches, and whenever reading stops).
+  void count_copied(Connection& c, std::uint32_t length);
+  void acknowledge_copies(Connection& c);
+  // Whether `f` may be committed to `c`'s wire now: a QP's frame by reference waits while the
+  // peer has not placed most of what went before it.
+  bool copy_window_allows(const Connection& c, const OutFrame& f) const;
+  // `c`'s copy in the engine is done here, now (its memory is about to go, or its peer).
+  void end_copy_elsewhere(Connection& c, bool finish);
   ssize_t transmit(Connection& c, const iovec* iov, int count, const int* fd);
   // The connection leaves the handshake (authenticated or closed).
   void leave_handshake(Connection& c);
@@ -168,6 +197,9 @@ class MeshFabric final : public Fabric {
   void write_some(Connection& c);
   // Asks the event loop for EPOLLOUT on `c`, once.
   void arm_epollout(Connection& c);
+  // What the event loop watches `c` for: EPOLLOUT when armed, EPOLLIN unless its reader waits
+  // for a copy elsewhere (the socket stays readable meanwhile: level-triggered epoll would spin).
+  void update_events(Connection& c);
   void send_control(Connection& c, std::uint8_t op, std::basic_string<std::byte> body);
   void reject(Connection& c, const std::string& reason);
   void close_connection(Connection& c, const std::string& reason, bool lost = true);
@@ -187,6 +219,7 @@ class MeshFabric final : public Fabric {
   FabricReceiver* receiver_ = nullptr;
   const SharedMemoryDirectory* shared_memory_ = nullptr;
   int copy_poller_ = 0;
+  std::unique_ptr<CopyEngine> copy_engine_;
   struct SharedRegion {
     const std::byte* base;
     std::size_t size;

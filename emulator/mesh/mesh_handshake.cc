@@ -20,11 +20,15 @@ constexpr std::string_view kHandshakeMagic = "ERNIC-MESH";
 // Bit 0: segmented data frames. Bit 1: takes payloads by reference on a local connection
 // (kShareMemory, kForgetMemory, kFlagByReference: mesh_shared_memory.cc); a node without it
 // gets every payload on the wire.
+// Bit 2: says with kCopied how much of what it got by reference it has placed, so that a peer
+// may bound what it sends by reference ahead of that.
 constexpr std::uint32_t kSegmentedFrames = 1;
 constexpr std::uint32_t kTakesReferences = 2;
+constexpr std::uint32_t kAcknowledgesCopies = 4;
 
 std::uint32_t our_capabilities(const MeshConfig& config) {
-  return kSegmentedFrames | (config.payloads_by_reference ? kTakesReferences : 0);
+  return kSegmentedFrames |
+         (config.payloads_by_reference ? kTakesReferences | kAcknowledgesCopies : 0);
 }
 // Bits 8-15 of the hello's capabilities: which lane of its node a connection is (0: the
 // primary). A node that does not know lanes sends 0 and dials none.
@@ -106,7 +110,7 @@ bool MeshFabric::on_control(Connection& c, const FrameHeader& h, std::span<const
     }
     return false;
   }
-  if ((op == FrameOp::kShareMemory || op == FrameOp::kForgetMemory) &&
+  if ((op == FrameOp::kShareMemory || op == FrameOp::kForgetMemory || op == FrameOp::kCopied) &&
       c.phase == Connection::Phase::kEstablished) {
     return on_shared_memory_frame(c, op, r);
   }
@@ -143,6 +147,7 @@ bool MeshFabric::Connection::on_hello(ByteReader& r) {
   const std::uint32_t capabilities = r.u32();
   lane = (capabilities >> kLaneShift) & kLaneMask;
   peer_takes_references = (capabilities & kTakesReferences) != 0;
+  peer_acknowledges_copies = (capabilities & kAcknowledgesCopies) != 0;
   r.bytes(peer_nonce);
   if (r.failed() || magic != kHandshakeMagic) {
     mesh.reject(*this, "not an ERNIC mesh handshake");
@@ -221,7 +226,9 @@ bool MeshFabric::Connection::on_challenge(FrameOp op, ByteReader& r) {
   const std::uint16_t major = r.u16();
   const std::uint16_t minor = r.u16();
   const NodeId node = r.u32();
-  peer_takes_references = (r.u32() & kTakesReferences) != 0;
+  const std::uint32_t capabilities = r.u32();
+  peer_takes_references = (capabilities & kTakesReferences) != 0;
+  peer_acknowledges_copies = (capabilities & kAcknowledgesCopies) != 0;
   r.bytes(peer_nonce);
   Proof proof{};
   r.bytes(proof);

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -138,10 +139,12 @@ TEST_CASE("every size of the sweep arrives byte for byte") {
   CHECK(same(a.memory.data, b.memory.data + big, big));
 }
 
+// With the copy thread on: a peer lost with a copy in it (the hang-up, the connection closed
+// under it) is the case CopyEngine::cancel and finish_here exist for.
 TEST_CASE("a worker killed mid-transfer gives error completions and the rest keeps working") {
   TestDir dir("kill");
   Supervisor supervisor;
-  supervisor.start(mesh_config(dir.path(), 3));
+  supervisor.start(mesh_config_with(dir.path(), 3, {"--mesh-copy-thread"}));
   const auto instances = supervisor.instances();
   ShmClient c1(instances[0].socket.string());
   ShmClient c2(instances[1].socket.string());
@@ -235,8 +238,8 @@ TEST_CASE("peers on this machine talk over local sockets, others over TCP") {
   Supervisor supervisor;
   supervisor.start(mesh_config_with(dir.path(), 1, {"--mesh-tcp-only"}));
   const auto& manager = supervisor.instances()[0];
-  const pid_t first = spawn_worker(dir.path(), manager, "w1", "10.9.0.2");
-  const pid_t second = spawn_worker(dir.path(), manager, "w2", "10.9.0.3");
+  const pid_t first = spawn_worker(dir.path(), manager, "w1", "10.9.0.2", {"--mesh-copy-thread"});
+  const pid_t second = spawn_worker(dir.path(), manager, "w2", "10.9.0.3", {"--mesh-copy-thread"});
   // Each worker: 3 lanes to the manager (TCP: it has no local socket) and, as the lower id,
   // 3 to the other worker (local) or the other worker's 3 (accepted on its local socket).
   const auto lanes_are = [&](const std::string& name, const std::string& all,
@@ -266,6 +269,14 @@ TEST_CASE("peers on this machine talk over local sockets, others over TCP") {
   CHECK(observe(
       [&] { return stat("w1", "mesh_peer_regions") + stat("w2", "mesh_peer_regions") == 0; },
       std::chrono::seconds(5)));
+  // Each payload (one segment: references go in 1 MiB ones) is longer than a turn: with
+  // --mesh-copy-thread the receiver's copy thread placed it (w2 the SEND and the WRITE, w1 the
+  // READ response).
+  CHECK(observe(
+      [&] {
+        return stat("w2", "mesh_copies_elsewhere") == 2 && stat("w1", "mesh_copies_elsewhere") == 1;
+      },
+      std::chrono::seconds(5)));
   const std::uint64_t before = stat("w1", "mesh_bytes_by_reference");
   exchange_between(manager.socket.string(), w1, 32);  // TCP: every byte on the wire
   const auto exchanged = std::filesystem::file_time_type::clock::now();
@@ -279,6 +290,27 @@ TEST_CASE("peers on this machine talk over local sockets, others over TCP") {
     kill(worker, SIGTERM);
     CHECK(wait_exit(worker, std::chrono::seconds(10)) == 0);
   }
+}
+
+// By default the event loop copies payloads by reference itself (the test above gives the
+// workers --mesh-copy-thread).
+TEST_CASE("without the copy thread, payloads by reference arrive whole, copied by the loop") {
+  TestDir dir("mesh-copies-in-loop");
+  Supervisor supervisor;
+  supervisor.start(mesh_config(dir.path(), 1));
+  const auto& manager = supervisor.instances()[0];
+  const pid_t worker = spawn_worker(dir.path(), manager, "w", "10.9.0.2");
+  const auto stats = dir.path() / "w.stats";
+  REQUIRE(
+      observe([&] { return stat_of(stats, "mesh_local_lanes") == 3; }, std::chrono::seconds(15)));
+  exchange_between(manager.socket.string(), (dir.path() / "w.sock").string(), 43);
+  REQUIRE(observe([&] { return stat_of(manager.stats, "mesh_bytes_by_reference") >= 600000; },
+                  std::chrono::seconds(5)));
+  CHECK(stat_of(manager.stats, "mesh_copies_elsewhere") == 0);
+  CHECK(stat_of(stats, "mesh_copies_elsewhere") == 0);
+  CHECK(supervisor.check_alive().empty());
+  kill(worker, SIGTERM);
+  CHECK(wait_exit(worker, std::chrono::seconds(10)) == 0);
 }
 
 // A node that does not take references (--mesh-payloads-inline, or one that predates them)
@@ -368,6 +400,38 @@ TEST_CASE("a malformed frame closes that connection and leaves the instance runn
   exchange(a, b, 4096, 3);
 }
 
+// `ernicctl perf TEST` on `socket`, the client side when `client`; output in dir.
+pid_t spawn_perf(const std::filesystem::path& dir, const std::string& test,
+                 const std::string& socket, int port, std::vector<std::string> args, bool client) {
+  std::vector<std::string> all = {"perf", test, "--socket", socket, "-p", port_for_test(port)};
+  all.insert(all.end(), args.begin(), args.end());
+  if (client) {
+    all.push_back("127.0.0.1");
+  }
+  return spawn_ernicctl(all, dir / (test + (client ? "-client.txt" : "-server.txt")));
+}
+
+// A write_bw 1 MiB for `seconds` from `client`'s instance to `server`'s and, once `bulk_going`
+// says it is under way, a send_lat 4 KiB (300 iterations) between the same two; all four
+// processes end well.
+void latency_beside_bulk(const std::filesystem::path& dir, const InstanceInfo& server,
+                         const InstanceInfo& client, int port, const std::string& seconds,
+                         const std::function<bool()>& bulk_going) {
+  const std::vector<std::string> bulk = {"-s", "1048576", "-D", seconds};
+  const pid_t bulk_server = spawn_perf(dir, "write_bw", server.socket.string(), port, bulk, false);
+  const pid_t bulk_client = spawn_perf(dir, "write_bw", client.socket.string(), port, bulk, true);
+  REQUIRE(observe(bulk_going, std::chrono::seconds(20)));
+  const std::vector<std::string> latency = {"-s", "4096", "-n", "300"};
+  const pid_t latency_server =
+      spawn_perf(dir, "send_lat", server.socket.string(), port + 1, latency, false);
+  const pid_t latency_client =
+      spawn_perf(dir, "send_lat", client.socket.string(), port + 1, latency, true);
+  CHECK(wait_exit(latency_client, std::chrono::seconds(60)) == 0);
+  CHECK(wait_exit(latency_server, std::chrono::seconds(10)) == 0);
+  CHECK(wait_exit(bulk_client, std::chrono::seconds(60)) == 0);
+  CHECK(wait_exit(bulk_server, std::chrono::seconds(10)) == 0);
+}
+
 // One connection per peer made a latency test's frames wait behind the bulk bytes another QP
 // had put in the kernel's socket buffers (p99 of milliseconds beside one write_bw). Measured in
 // bytes, not time: how many bytes went out on a latency frame's connection between its being
@@ -380,33 +444,12 @@ TEST_CASE("a QP's latency frames do not queue behind another QP's bulk bytes") {
   REQUIRE(every_instance_counts(supervisor, "mesh_lanes", 3, std::chrono::seconds(10)));
   const auto& m = supervisor.instances()[0];
   const auto& w = supervisor.instances()[1];
-  const auto perf = [&](const std::string& test, const std::string& socket, int port,
-                        std::vector<std::string> args, bool client) {
-    std::vector<std::string> all = {"perf", test, "--socket", socket, "-p", port_for_test(port)};
-    all.insert(all.end(), args.begin(), args.end());
-    if (client) {
-      all.push_back("127.0.0.1");
-    }
-    return spawn_ernicctl(all, dir.path() / (test + (client ? "-client.txt" : "-server.txt")));
-  };
-  const std::vector<std::string> bulk = {"-s", "1048576", "-D", "3"};
-  const pid_t bulk_server = perf("write_bw", m.socket.string(), 83, bulk, false);
-  const pid_t bulk_client = perf("write_bw", w.socket.string(), 83, bulk, true);
   // The bulk QP sends first, so it has the first lane; the latency QP gets the next one.
-  REQUIRE(observe(
-      [&] {
-        const auto stats = Supervisor::read_stats(w.stats);
-        return stats.count("mesh_wire_bytes_sent") == 1 &&
-               std::stoull(stats.at("mesh_wire_bytes_sent")) > (64u << 20);
-      },
-      std::chrono::seconds(20)));
-  const std::vector<std::string> latency = {"-s", "4096", "-n", "300"};
-  const pid_t latency_server = perf("send_lat", m.socket.string(), 84, latency, false);
-  const pid_t latency_client = perf("send_lat", w.socket.string(), 84, latency, true);
-  CHECK(wait_exit(latency_client, std::chrono::seconds(60)) == 0);
-  CHECK(wait_exit(latency_server, std::chrono::seconds(10)) == 0);
-  CHECK(wait_exit(bulk_client, std::chrono::seconds(60)) == 0);
-  CHECK(wait_exit(bulk_server, std::chrono::seconds(10)) == 0);
+  latency_beside_bulk(dir.path(), m, w, 83, "3", [&] {
+    const auto stats = Supervisor::read_stats(w.stats);
+    return stats.count("mesh_wire_bytes_sent") == 1 &&
+           std::stoull(stats.at("mesh_wire_bytes_sent")) > (64u << 20);
+  });
   CHECK(supervisor.check_alive().empty());
   supervisor.stop();
   const auto stats = Supervisor::read_stats(w.stats);
@@ -414,6 +457,27 @@ TEST_CASE("a QP's latency frames do not queue behind another QP's bulk bytes") {
   REQUIRE(stats.count("mesh_max_bytes_ahead_of_small_frame") == 1);
   // Within its own QP's window; with one connection it was 0.5-1 MiB of the bulk QP's frames.
   CHECK(std::stoull(stats.at("mesh_max_bytes_ahead_of_small_frame")) < (64u << 10));
+}
+
+// By reference a bulk QP puts 64 bytes on the socket per 1 MiB segment, so the socket could
+// hold hundreds of segments' copying ahead of another QP's frame on that connection (a latency
+// test sharing a lane with write_bw had a typical of 2 ms). The copy window bounds what is sent
+// by reference ahead of the peer's kCopied: here everything shares one connection.
+TEST_CASE("payloads by reference ahead of the peer's copies stay within the copy window") {
+  TestDir dir("mesh-copy-window");
+  Supervisor supervisor;
+  supervisor.start(mesh_config_with(dir.path(), 3, {"--mesh-lanes", "0"}));
+  const auto& m = supervisor.instances()[1];
+  const auto& w = supervisor.instances()[2];
+  REQUIRE(every_instance_counts(supervisor, "mesh_peers", 2, std::chrono::seconds(10)));
+  latency_beside_bulk(dir.path(), m, w, 85, "2",
+                      [&] { return stat_of(w.stats, "mesh_bytes_by_reference") > (64u << 20); });
+  CHECK(supervisor.check_alive().empty());
+  supervisor.stop();
+  INFO(read_all(w.stats));
+  const std::uint64_t in_flight = stat_of(w.stats, "mesh_max_referenced_in_flight");
+  CHECK(in_flight >= (1u << 20));
+  CHECK(in_flight <= (3u << 20));  // the 2 MiB window and the segment that filled it
 }
 
 }  // namespace

@@ -74,6 +74,23 @@ void MeshFabric::send_by_reference(Connection& c, OutFrame& f) {
 }
 
 bool MeshFabric::on_shared_memory_frame(Connection& c, FrameOp op, ByteReader& r) {
+  if (op == FrameOp::kCopied) {
+    const std::uint64_t placed = r.u64();
+    if (r.failed() || placed > c.referenced_in_flight) {
+      close_connection(c, fmt::format("closing connection to {}: it acknowledged {} bytes by "
+                                      "reference with {} in flight",
+                                      c.label, placed, c.referenced_in_flight));
+      return false;
+    }
+    c.referenced_in_flight -= placed;
+    if (!c.waiting_for_copies.empty()) {
+      c.round_robin.insert(c.round_robin.begin(), c.waiting_for_copies.begin(),
+                           c.waiting_for_copies.end());
+      c.waiting_for_copies.clear();
+      c.want_write = true;
+    }
+    return true;
+  }
   const std::uint64_t id = r.u64();
   if (op == FrameOp::kForgetMemory) {
     if (auto it = c.shared_in.find(id); it != c.shared_in.end()) {
@@ -199,6 +216,86 @@ bool MeshFabric::continue_copies() {
     loop_.yield_between_turns();  // as after a socket's turn: the neighbours run between copies
   }
   return !copying.empty();
+}
+
+std::uint32_t MeshFabric::segment_size_to(NodeId node) const {
+  const auto it = peers_.find(node);
+  if (it == peers_.end() || !config_.payloads_by_reference || shared_memory_ == nullptr) {
+    return 0;
+  }
+  // Data goes on the lanes when there are any (the primary may be the TCP registration).
+  const auto lanes = lanes_.find(node);
+  std::vector<const Connection*> data;
+  if (lanes != lanes_.end() && !lanes->second.empty()) {
+    data.assign(lanes->second.begin(), lanes->second.end());
+  } else {
+    data.push_back(it->second);
+  }
+  const bool by_reference = std::all_of(data.begin(), data.end(), [](const Connection* c) {
+    return c->local && c->peer_takes_references;
+  });
+  return by_reference ? kByReferenceSegmentBytes : 0;
+}
+
+bool MeshFabric::copy_window_allows(const Connection& c, const OutFrame& f) const {
+  return f.referenced == 0 || !c.peer_acknowledges_copies || c.referenced_in_flight == 0 ||
+         c.referenced_in_flight + f.referenced <= mesh_detail::kCopyWindowBytes;
+}
+
+void MeshFabric::count_copied(Connection& c, std::uint32_t length) {
+  c.copied_unacknowledged += length;
+  if (c.copied_unacknowledged >= mesh_detail::kCopiedBatchBytes) {
+    acknowledge_copies(c);
+  }
+}
+
+void MeshFabric::acknowledge_copies(Connection& c) {
+  if (!c.peer_acknowledges_copies) {
+    c.copied_unacknowledged = 0;  // a peer that sends no window does not know the frame
+    return;
+  }
+  ByteWriter w;
+  w.u64(c.copied_unacknowledged);
+  c.copied_unacknowledged = 0;
+  send_control(c, static_cast<std::uint8_t>(FrameOp::kCopied), w.bytes());
+}
+
+bool MeshFabric::copy_elsewhere(Connection& c, std::byte* destination, const std::byte* source,
+                                std::uint32_t length, bool streaming) {
+  // A copy within one turn is cheaper in the loop than the hand-off (two wake-ups).
+  if (copy_engine_ == nullptr || length <= mesh_detail::kTurnBytes) {
+    return false;
+  }
+  c.copy_token = copy_engine_->submit(destination, source, length, streaming);
+  ++stats_.copies_elsewhere;
+  update_events(c);
+  return true;
+}
+
+void MeshFabric::copy_done(CopyEngine::Token token, bool rescued) {
+  for (auto& [fd, c] : connections_) {
+    if (c->copy_token == token) {
+      stats_.copies_rescued += rescued ? 1 : 0;
+      c->copy_token = 0;
+      c->reader.copy_finished();
+      update_events(*c);
+      on_readable(*c);  // delivers the frame, reads what came meanwhile
+      return;
+    }
+  }
+}
+
+void MeshFabric::end_copy_elsewhere(Connection& c, bool finish) {
+  if (finish) {
+    copy_engine_->finish_here(c.copy_token);
+  } else {
+    copy_engine_->cancel(c.copy_token);
+  }
+  c.copy_token = 0;
+  c.reader.copy_finished();
+  if (c.phase != Connection::Phase::kClosed) {
+    update_events(c);
+  }
 }
 
 ssize_t MeshFabric::receive(Connection& c, const iovec* iov, int count) {

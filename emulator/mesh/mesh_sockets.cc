@@ -236,6 +236,10 @@ void MeshFabric::dial(const std::string& host, std::uint16_t port, NodeId peer, 
 }
 
 void MeshFabric::on_events(Connection& c, std::uint32_t events) {
+  if (c.copy_token != 0 && (events & (EPOLLHUP | EPOLLERR))) {
+    // Reported whatever the interest: finish the copy here, then read to the end of stream.
+    end_copy_elsewhere(c, true);
+  }
   if (events & EPOLLOUT) {
     write_some(c);
   }

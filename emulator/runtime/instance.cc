@@ -133,6 +133,9 @@ std::string write_stats(const std::string& path, const Counters& c) {
     text += fmt::format("mesh_local_lanes : {}\n", c.mesh->local_lanes);
     text += fmt::format("mesh_bytes_by_reference : {}\n", c.mesh->bytes_by_reference);
     text += fmt::format("mesh_peer_regions : {}\n", c.mesh->peer_regions);
+    text += fmt::format("mesh_copies_elsewhere : {}\n", c.mesh->copies_elsewhere);
+    text += fmt::format("mesh_copies_rescued : {}\n", c.mesh->copies_rescued);
+    text += fmt::format("mesh_max_referenced_in_flight : {}\n", c.mesh->max_referenced_in_flight);
     text += fmt::format("mesh_wire_bytes_received : {}\n", c.mesh->wire_bytes_received);
     text += fmt::format("mesh_malformed_frames : {}\n", c.mesh->malformed_frames);
     text += fmt::format("mesh_refused_peers : {}\n", c.mesh->refused_peers);
@@ -199,6 +202,7 @@ MeshConfig mesh_config(const InstanceConfig& config) {
   mc.extra_lanes = config.mesh_lanes;
   mc.local_sockets = !config.mesh_tcp_only;
   mc.payloads_by_reference = !config.mesh_payloads_inline;
+  mc.copies_elsewhere = config.mesh_copy_thread;
   if (config.heartbeat_timeout.count() > 0) {
     mc.heartbeat_timeout = config.heartbeat_timeout;
     mc.heartbeat_interval = std::min(mc.heartbeat_interval, config.heartbeat_timeout / 4);
