@@ -224,17 +224,16 @@ std::uint32_t MeshFabric::segment_size_to(NodeId node) const {
     return 0;
   }
   // Data goes on the lanes when there are any (the primary may be the TCP registration).
-  const auto lanes = lanes_.find(node);
-  std::vector<const Connection*> data;
-  if (lanes != lanes_.end() && !lanes->second.empty()) {
-    data.assign(lanes->second.begin(), lanes->second.end());
-  } else {
-    data.push_back(it->second);
-  }
-  const bool by_reference = std::all_of(data.begin(), data.end(), [](const Connection* c) {
+  // Called for every message the engine segments: no allocation.
+  const auto by_reference = [](const Connection* c) {
     return c->local && c->peer_takes_references;
-  });
-  return by_reference ? kByReferenceSegmentBytes : 0;
+  };
+  const auto lanes = lanes_.find(node);
+  const bool on_lanes = lanes != lanes_.end() && !lanes->second.empty();
+  const bool by_reference_all =
+      on_lanes ? std::all_of(lanes->second.begin(), lanes->second.end(), by_reference)
+               : by_reference(it->second);
+  return by_reference_all ? kByReferenceSegmentBytes : 0;
 }
 
 bool MeshFabric::copy_window_allows(const Connection& c, const OutFrame& f) const {
