@@ -126,8 +126,9 @@ class EmbeddedEmulator final : public EmulatorKind {
              .kind = ValueKind::kEnum,
              .description = "Who copies large payloads by reference: loop (the instance's "
                             "event loop, between its turns: the most bandwidth) or thread (a "
-                            "thread of each instance at idle priority, so bulk copies yield the "
-                            "CPU to latency traffic: about half the bulk bandwidth)",
+                            "thread of each instance at idle priority, and the event loop asks "
+                            "for a short scheduler slice, so bulk copies yield the CPU to "
+                            "latency traffic: about half the bulk bandwidth)",
              .enum_values = {"loop", "thread"},
              .default_text = "loop"},
         }};

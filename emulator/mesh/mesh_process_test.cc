@@ -18,6 +18,7 @@
 #include "engine/wire.h"
 #include "frontend/shm_client.h"
 #include "mesh/mesh_test_support.h"
+#include "runtime/scheduling.h"
 #include "supervisor.h"
 #include "test_dir.h"
 #include "test_process.h"
@@ -251,6 +252,14 @@ TEST_CASE("peers on this machine talk over local sockets, others over TCP") {
   REQUIRE(observe([&] { return lanes_are("w1", "6", "3") && lanes_are("w2", "6", "3"); },
                   std::chrono::seconds(15)));
   CHECK(Supervisor::read_stats(manager.stats).at("mesh_local_lanes") == "0");
+  // The copy thread's instances run their event loop on a short slice; the others on the
+  // kernel's.
+  const auto slice_of = [&](const std::filesystem::path& stats) {
+    return std::stol(Supervisor::read_stats(stats).at("loop_slice_us"));
+  };
+  CHECK(slice_of(dir.path() / "w1.stats") ==
+        (time_slices_granted() ? kLatencySlice : time_slice()).count());
+  CHECK(slice_of(manager.stats) == time_slice().count());
   const std::string w1 = (dir.path() / "w1.sock").string();
   const std::string w2 = (dir.path() / "w2.sock").string();
   const auto stat = [&](const std::string& name, const std::string& key) {

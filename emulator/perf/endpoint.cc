@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/scheduling.h"
+
 namespace ernic::emu::perf {
 namespace {
 
@@ -73,6 +75,19 @@ void choose_spin(Mode mode) {
   const char* env = std::getenv("ERNIC_PERF_SPIN_US");
   g_spin = std::chrono::microseconds(env != nullptr ? std::atol(env)
                                                     : (mode == Mode::kLatency ? 50 : 0));
+}
+
+void choose_time_slice(Mode mode) {
+  // A latency test's every iteration is a wake-up; beside bulk tenants on two cores, with the
+  // kernel's slice it waited for a CPU-bound neighbour's slice to end (p99 under load 10-24 x
+  // solo, 3 x with the short one: docs/emulator.md, "Several tenants"). Bandwidth tests keep the
+  // kernel's: they always have work queued. ERNIC_PERF_SLICE_US overrides (0: the kernel's).
+  const char* env = std::getenv("ERNIC_PERF_SLICE_US");
+  if (env != nullptr) {
+    request_time_slice(std::chrono::microseconds(std::atol(env)));
+  } else if (mode == Mode::kLatency) {
+    request_time_slice(kLatencySlice);
+  }
 }
 
 void fill(std::byte* p, std::uint64_t length, std::uint64_t seq, std::uint32_t qp) {

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/scheduling.h"
+
 namespace ernic::emu::perf {
 namespace {
 
@@ -129,6 +131,8 @@ void write_json(const PerfOptions& o, const nlohmann::json& results, bool server
                         {"verify", o.verify},
                         {"duration_seconds", o.duration_seconds},
                         {"time_to_first_rts_ms", time_to_rts_ms},
+                        // The scheduler's slice this side ran with: part of the methodology.
+                        {"scheduler_slice_usec", time_slice().count()},
                         {"results", results}};
   std::ofstream out(o.json);
   out << doc.dump(2) << "\n";

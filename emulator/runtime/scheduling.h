@@ -1,0 +1,27 @@
+#pragma once
+
+#include <chrono>
+
+namespace ernic::emu {
+
+// Time slices of Linux's EEVDF scheduler (6.12 and later). A task that asks for a short slice
+// gets an early deadline when it wakes, so it preempts a CPU-bound task at once instead of
+// waiting out that task's slice (1-3 ms): the difference between a latency test's wake-ups on
+// two cores shared with bulk copies and a p99 of several milliseconds (docs/emulator.md,
+// "Several tenants"). The kernel clamps a slice to [100 us, 100 ms].
+
+// The slice a latency-sensitive thread asks for: the shortest the kernel grants.
+inline constexpr std::chrono::microseconds kLatencySlice{100};
+
+// Asks for `slice` for the calling thread (zero: the kernel's default again) and returns the
+// slice in force afterwards: the same on a kernel without custom slices, which ignores the
+// request.
+std::chrono::microseconds request_time_slice(std::chrono::microseconds slice);
+
+// The calling thread's slice in force (the kernel's default unless one was asked for).
+std::chrono::microseconds time_slice();
+
+// Whether this kernel grants a requested slice (asked on a short-lived thread of its own).
+bool time_slices_granted();
+
+}  // namespace ernic::emu
