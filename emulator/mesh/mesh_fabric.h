@@ -95,6 +95,7 @@ struct MeshStats {
   // The most payload bytes one connection had sent by reference and not seen acknowledged
   // (kCopied): what a frame of another QP could wait behind in the peer's copies.
   std::uint64_t max_referenced_in_flight = 0;
+  std::uint64_t read_calls = 0;  // system calls that read a connection (two per small frame)
 };
 
 inline constexpr std::uint32_t kSmallFrameBytes = 64u << 10;

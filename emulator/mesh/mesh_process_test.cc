@@ -489,5 +489,37 @@ TEST_CASE("payloads by reference ahead of the peer's copies stay within the copy
   CHECK(in_flight <= (3u << 20));  // the 2 MiB window and the segment that filled it
 }
 
+// A read that comes back short found the socket empty: the turn ends there instead of a third
+// read that would only say EAGAIN (a system call costs a microsecond in a VM, a good part of a
+// small frame's trip). A small frame then costs its receiver two reads: the header, then the
+// payload with room for the next header.
+TEST_CASE("a small frame costs its receiver two reads, not a third that finds nothing") {
+  TestDir dir("mesh-reads");
+  Supervisor supervisor;
+  supervisor.start(mesh_config_with(dir.path(), 2, {"--stats-interval-ms", "20"}));
+  ShmClient manager(supervisor.instances()[0].socket.string());
+  ShmClient worker(supervisor.instances()[1].socket.string());
+  EndpointPair pair(manager, worker);
+  const auto& stats = supervisor.instances()[1].stats;
+  // The worker's count once its stats file was written after `since`.
+  const auto reads_after = [&](std::filesystem::file_time_type since) {
+    REQUIRE(observe([&] { return std::filesystem::last_write_time(stats) > since; },
+                    std::chrono::seconds(5)));
+    return stat_of(stats, "mesh_read_calls");
+  };
+  pair.a.client.post_send(pair.a.qpn, pair.a.wr(SendOpcode::kRdmaWrite, 0, 0, 8, pair.b, 0));
+  REQUIRE(pair.a.next().ok());
+  const std::uint64_t before = reads_after(std::filesystem::file_time_type::clock::now());
+  constexpr std::uint64_t kWrites = 200;  // one at a time: each its own frame, read on its own
+  for (std::uint64_t i = 1; i <= kWrites; ++i) {
+    pair.a.client.post_send(pair.a.qpn, pair.a.wr(SendOpcode::kRdmaWrite, i, 0, 8, pair.b, 0));
+    REQUIRE(pair.a.next().ok());
+  }
+  const std::uint64_t reads = reads_after(std::filesystem::file_time_type::clock::now()) - before;
+  CHECK(reads >= kWrites);
+  CHECK(reads <= 2 * kWrites + 20);  // the slack: heartbeats; three a frame were 600
+  CHECK(supervisor.check_alive().empty());
+}
+
 }  // namespace
 }  // namespace ernic::emu

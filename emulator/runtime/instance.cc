@@ -139,6 +139,7 @@ std::string write_stats(const std::string& path, const Counters& c) {
     text += fmt::format("mesh_copies_rescued : {}\n", c.mesh->copies_rescued);
     text += fmt::format("mesh_max_referenced_in_flight : {}\n", c.mesh->max_referenced_in_flight);
     text += fmt::format("mesh_wire_bytes_received : {}\n", c.mesh->wire_bytes_received);
+    text += fmt::format("mesh_read_calls : {}\n", c.mesh->read_calls);
     text += fmt::format("mesh_malformed_frames : {}\n", c.mesh->malformed_frames);
     text += fmt::format("mesh_refused_peers : {}\n", c.mesh->refused_peers);
     text += fmt::format("mesh_nodes_lost : {}\n", c.mesh->nodes_lost);
