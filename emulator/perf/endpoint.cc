@@ -77,16 +77,19 @@ void choose_spin(Mode mode) {
                                                     : (mode == Mode::kLatency ? 50 : 0));
 }
 
-void choose_time_slice(Mode mode) {
+void choose_scheduling(Mode mode) {
   // A latency test's every iteration is a wake-up; beside bulk tenants on two cores, with the
   // kernel's slice it waited for a CPU-bound neighbour's slice to end (p99 under load 10-24 x
-  // solo, 3 x with the short one: docs/emulator.md, "Several tenants"). Bandwidth tests keep the
-  // kernel's: they always have work queued. ERNIC_PERF_SLICE_US overrides (0: the kernel's).
+  // solo, about 3 x with the short one: docs/emulator.md, "Scheduler slices"). A bandwidth test
+  // always has work queued: as a batch task it never preempts a waking latency test.
+  // ERNIC_PERF_SLICE_US overrides both (the slice, 0 for the kernel's; the policy stays normal).
   const char* env = std::getenv("ERNIC_PERF_SLICE_US");
   if (env != nullptr) {
     request_time_slice(std::chrono::microseconds(std::atol(env)));
   } else if (mode == Mode::kLatency) {
     request_time_slice(kLatencySlice);
+  } else {
+    run_as_batch();
   }
 }
 

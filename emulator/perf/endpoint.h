@@ -22,8 +22,8 @@ double usec_between(SteadyClock::time_point a, SteadyClock::time_point b);
 
 // How long the load generator busy-polls before it blocks (see choose_spin in endpoint.cc).
 void choose_spin(Mode mode);
-// Asks the scheduler for a short time slice in latency tests (runtime/scheduling.h).
-void choose_time_slice(Mode mode);
+// A short time slice for latency tests, SCHED_BATCH for bandwidth tests (runtime/scheduling.h).
+void choose_scheduling(Mode mode);
 std::chrono::microseconds spin_window();
 
 // The byte pattern of message `seq` on QP `qp`; check() throws perftest's verification error.

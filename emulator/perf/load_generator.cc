@@ -308,7 +308,7 @@ int run_server(const PerfOptions& o, std::ostream& out) {
 int run_load_generator(const PerfOptions& o, std::ostream& out, std::ostream& err) {
   try {
     choose_spin(o.mode);
-    choose_time_slice(o.mode);
+    choose_scheduling(o.mode);
     return o.server.empty() ? run_server(o, out) : run_client(o, out);
   } catch (const std::exception& e) {
     out.flush();

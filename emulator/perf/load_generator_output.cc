@@ -133,6 +133,7 @@ void write_json(const PerfOptions& o, const nlohmann::json& results, bool server
                         {"time_to_first_rts_ms", time_to_rts_ms},
                         // The scheduler's slice this side ran with: part of the methodology.
                         {"scheduler_slice_usec", time_slice().count()},
+                        {"scheduler_policy", scheduling_policy_name()},
                         {"results", results}};
   std::ofstream out(o.json);
   out << doc.dump(2) << "\n";

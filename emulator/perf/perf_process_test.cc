@@ -107,10 +107,12 @@ TEST_CASE("perf server and client print perftest's table and verify every byte")
       // 50 completions are fewer than two windows of the 128-deep send queue: no peak.
       CHECK(result["bw_peak_bytes_per_second"] == result["bw_average_bytes_per_second"]);
     }
-    // A latency test asks for a short slice; a bandwidth test runs with the kernel's.
+    // A latency test asks for a short slice; a bandwidth test runs with the kernel's, as a
+    // batch task.
     const bool latency = result.contains("t_typical_usec");
     CHECK(doc["scheduler_slice_usec"].get<long>() ==
           (latency && time_slices_granted() ? kLatencySlice : time_slice()).count());
+    CHECK(doc["scheduler_policy"] == (latency ? "normal" : "batch"));
   }
   CHECK(supervisor.check_alive().empty());
 }

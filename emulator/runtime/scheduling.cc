@@ -29,11 +29,16 @@ bool read_attr(SchedAttr& attr) {
   return syscall(SYS_sched_getattr, 0, &attr, sizeof attr, 0) == 0;
 }
 
+// The policies of the fair class, whose slice is what sched_runtime says.
+bool fair_policy(std::uint32_t policy) {
+  return policy == SCHED_OTHER || policy == SCHED_BATCH;
+}
+
 }  // namespace
 
 std::chrono::microseconds time_slice() {
   SchedAttr attr;
-  if (!read_attr(attr) || attr.policy != SCHED_OTHER) {
+  if (!read_attr(attr) || !fair_policy(attr.policy)) {
     return std::chrono::microseconds(0);
   }
   return std::chrono::microseconds(attr.runtime_ns / 1000);
@@ -41,7 +46,7 @@ std::chrono::microseconds time_slice() {
 
 std::chrono::microseconds request_time_slice(std::chrono::microseconds slice) {
   SchedAttr attr;
-  if (read_attr(attr) && attr.policy == SCHED_OTHER) {
+  if (read_attr(attr) && fair_policy(attr.policy)) {
     // Only the slice changes: the policy and nice value read back are written again as they
     // are. A kernel that refuses (or ignores) the request leaves the slice as it was, which the
     // caller sees in what is returned.
@@ -58,6 +63,24 @@ bool time_slices_granted() {
   std::thread probe([&granted] { granted = request_time_slice(kLatencySlice) == kLatencySlice; });
   probe.join();
   return granted;
+}
+
+bool run_as_batch() {
+  const sched_param param{};
+  return sched_setscheduler(0, SCHED_BATCH, &param) == 0;
+}
+
+const char* scheduling_policy_name() {
+  switch (sched_getscheduler(0)) {
+    case SCHED_OTHER:
+      return "normal";
+    case SCHED_BATCH:
+      return "batch";
+    case SCHED_IDLE:
+      return "idle";
+    default:
+      return "other";
+  }
 }
 
 }  // namespace ernic::emu

@@ -24,4 +24,12 @@ std::chrono::microseconds time_slice();
 // Whether this kernel grants a requested slice (asked on a short-lived thread of its own).
 bool time_slices_granted();
 
+// Moves the calling thread to SCHED_BATCH (its nice value stays): for work that always has
+// something queued, such as a bandwidth test, which then never preempts a waking task (a
+// latency test's) on a shared core. Returns whether the kernel agreed.
+bool run_as_batch();
+
+// The calling thread's policy as a word: "normal", "batch", "idle" or "other".
+const char* scheduling_policy_name();
+
 }  // namespace ernic::emu

@@ -1,10 +1,13 @@
 #include "runtime/scheduling.h"
 
+#include <sys/resource.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <string>
 #include <thread>
 
 namespace ernic::emu {
@@ -42,6 +45,23 @@ TEST_CASE("a thread gets the slice it asks for, and the kernel's again when it a
     CHECK(time_slices_granted());
     CHECK(request_time_slice(std::chrono::microseconds(0)) == before);
   });
+}
+
+TEST_CASE("a batch thread keeps its nice value and the kernel's slice") {
+  on_own_thread([] {
+    CHECK(std::string(scheduling_policy_name()) == "normal");
+    const auto slice = time_slice();
+    // Raising one's own nice value needs no privilege: 5 must survive the change of policy.
+    const auto me = static_cast<id_t>(gettid());
+    REQUIRE(setpriority(PRIO_PROCESS, me, 5) == 0);
+    const int nice_before = getpriority(PRIO_PROCESS, me);
+    REQUIRE(nice_before == 5);
+    REQUIRE(run_as_batch());
+    CHECK(std::string(scheduling_policy_name()) == "batch");
+    CHECK(time_slice() == slice);
+    CHECK(getpriority(PRIO_PROCESS, me) == nice_before);
+  });
+  CHECK(std::string(scheduling_policy_name()) == "normal");
 }
 
 TEST_CASE("asking for a slice on one thread leaves the others' as they were") {
