@@ -80,9 +80,10 @@ void choose_spin(Mode mode) {
 void choose_scheduling(Mode mode) {
   // A latency test's every iteration is a wake-up; beside bulk tenants on two cores, with the
   // kernel's slice it waited for a CPU-bound neighbour's slice to end (p99 under load 10-24 x
-  // solo, about 3 x with the short one: docs/emulator.md, "Scheduler slices"). A bandwidth test
-  // always has work queued: as a batch task it never preempts a waking latency test.
-  // ERNIC_PERF_SLICE_US overrides both (the slice, 0 for the kernel's; the policy stays normal).
+  // solo, about 3 x with the short one: docs/emulator.md, "Scheduler slices and system
+  // calls"). A bandwidth test always has work queued: as a batch task it never preempts a
+  // waking latency test. ERNIC_PERF_SLICE_US overrides both (the slice, 0 for the kernel's;
+  // the policy stays normal).
   const char* env = std::getenv("ERNIC_PERF_SLICE_US");
   if (env != nullptr) {
     request_time_slice(std::chrono::microseconds(std::atol(env)));

@@ -6,9 +6,10 @@ namespace ernic::emu {
 
 // Time slices of Linux's EEVDF scheduler (6.12 and later). A task that asks for a short slice
 // gets an early deadline when it wakes, so it preempts a CPU-bound task at once instead of
-// waiting out that task's slice (1-3 ms): the difference between a latency test's wake-ups on
-// two cores shared with bulk copies and a p99 of several milliseconds (docs/emulator.md,
-// "Several tenants"). The kernel clamps a slice to [100 us, 100 ms].
+// waiting out that task's slice (1.4 ms here): beside bulk tenants on two cores, the
+// difference between a latency test's p99 at 10-24 x its solo p99 and at about 3 x
+// (docs/emulator.md, "Scheduler slices and system calls"). The kernel clamps a slice to
+// [100 us, 100 ms].
 
 // The slice a latency-sensitive thread asks for: the shortest the kernel grants.
 inline constexpr std::chrono::microseconds kLatencySlice{100};
