@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -71,10 +73,26 @@ std::chrono::microseconds spin_window() {
   return g_spin;
 }
 
+// An ERNIC_PERF_*_US override, if set; a value that is not a whole number of microseconds
+// is an error that names the variable, not a silent 0.
+std::optional<std::chrono::microseconds> microseconds_from_env(const char* name) {
+  const char* text = std::getenv(name);
+  if (text == nullptr) {
+    return std::nullopt;
+  }
+  long value = 0;
+  const char* end = text + std::strlen(text);
+  const auto [stop, error] = std::from_chars(text, end, value);
+  if (error != std::errc() || stop != end || stop == text || value < 0) {
+    throw std::runtime_error(
+        fmt::format("{}={}: expected a whole number of microseconds", name, text));
+  }
+  return std::chrono::microseconds(value);
+}
+
 void choose_spin(Mode mode) {
-  const char* env = std::getenv("ERNIC_PERF_SPIN_US");
-  g_spin = std::chrono::microseconds(env != nullptr ? std::atol(env)
-                                                    : (mode == Mode::kLatency ? 50 : 0));
+  g_spin = microseconds_from_env("ERNIC_PERF_SPIN_US")
+               .value_or(std::chrono::microseconds(mode == Mode::kLatency ? 50 : 0));
 }
 
 void choose_scheduling(Mode mode) {
@@ -84,9 +102,8 @@ void choose_scheduling(Mode mode) {
   // calls"). A bandwidth test always has work queued: as a batch task it never preempts a
   // waking latency test. ERNIC_PERF_SLICE_US overrides both (the slice, 0 for the kernel's;
   // the policy stays normal).
-  const char* env = std::getenv("ERNIC_PERF_SLICE_US");
-  if (env != nullptr) {
-    request_time_slice(std::chrono::microseconds(std::atol(env)));
+  if (const auto slice = microseconds_from_env("ERNIC_PERF_SLICE_US")) {
+    request_time_slice(*slice);
   } else if (mode == Mode::kLatency) {
     request_time_slice(kLatencySlice);
   } else {

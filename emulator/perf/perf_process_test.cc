@@ -256,6 +256,23 @@ TEST_CASE("perf without a server fails like perftest") {
 
 // perftest opens its device before it waits: a server given a wrong socket must fail at once
 // rather than wait for a client (its 10 x --timeout accept wait would outlast the test).
+TEST_CASE("perf with a malformed ERNIC_PERF_ override fails naming it, before attaching") {
+  TestDir dir("perf-badenv");
+  for (const char* name : {"ERNIC_PERF_SLICE_US", "ERNIC_PERF_SPIN_US"}) {
+    INFO(name);
+    ScopedEnv bad(name, "100us");
+    const pid_t server =
+        spawn_ernicctl({"perf", "send_lat", "--socket", (dir.path() / "none.sock").string(), "-p",
+                        port_for_test(24)},
+                       dir.path() / "server.txt");
+    CHECK(wait_exit(server, std::chrono::seconds(20)) == 1);
+    const std::string output = read_all(dir.path() / "server.txt");
+    CHECK_THAT(output, Catch::Contains(std::string(name) +
+                                       "=100us: expected a whole number of microseconds"));
+    CHECK_THAT(output, !Catch::Contains("cannot attach"));
+  }
+}
+
 TEST_CASE("perf server with no instance at its socket fails before waiting for a client") {
   TestDir dir("perf-nosocket");
   const pid_t server =
