@@ -126,9 +126,11 @@ class EmbeddedEmulator final : public EmulatorKind {
              .kind = ValueKind::kEnum,
              .description = "Who copies large payloads by reference: loop (the instance's "
                             "event loop, between its turns: the most bandwidth) or thread (a "
-                            "thread of each instance at idle priority, and the event loop asks "
-                            "for a short scheduler slice, so bulk copies yield the CPU to "
-                            "latency traffic: about half the bulk bandwidth)",
+                            "thread of each instance at idle priority, and the event loop "
+                            "takes a short scheduler slice while it carries latency traffic "
+                            "and steps back while it carries only bulk, so bulk copies and "
+                            "bulk-only instances yield the CPU to latency traffic: about half "
+                            "the bulk bandwidth)",
              .enum_values = {"loop", "thread"},
              .default_text = "loop"},
         }};

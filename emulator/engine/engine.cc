@@ -280,6 +280,9 @@ void Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
     return;
   }
   wqe.msn = q.next_msn++;
+  if (q.send_queue.empty()) {
+    ++stats_.latency_requests;
+  }
   q.send_queue.push_back(wqe);
   transmit_pending(q);
 }

@@ -32,7 +32,15 @@ struct EngineStats {
   std::uint64_t naks_sent = 0;
   std::uint64_t rnr_retries = 0;
   std::uint64_t qps = 0;
+  // The traffic of latency tests: requests posted to a QP with nothing else outstanding, and
+  // requests of at most kShortRequestBytes served for a peer. A bandwidth test keeps a window
+  // of requests queued and moves larger ones. The instance's scheduling follows this count
+  // (runtime/traffic_scheduling.h).
+  std::uint64_t latency_requests = 0;
 };
+
+// The largest request a responder counts as latency traffic (EngineStats::latency_requests).
+inline constexpr std::uint32_t kShortRequestBytes = 16u << 10;
 
 using Clock = std::chrono::steady_clock;
 

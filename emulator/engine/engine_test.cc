@@ -160,6 +160,33 @@ TEST_CASE("RDMA WRITE and READ move data across segments") {
   CHECK(p.sides[0].engine->stats().rdma_read_bytes == 3333);
 }
 
+// What an instance's scheduling follows (runtime/traffic_scheduling.h): a latency test has
+// one request outstanding and small ones; a bandwidth test keeps a window of large ones.
+TEST_CASE("latency traffic is counted: lone requests and short ones served, not a window") {
+  Pair p;
+  const auto latency_requests = [&p](int node) {
+    return p.sides[node].engine->stats().latency_requests;
+  };
+  for (std::uint64_t i = 0; i < 3; ++i) {  // a window of three 20 KiB WRITEs
+    p.post(0, SendOpcode::kRdmaWrite, i, 0, 20000, p.sides[1].iova, p.sides[1].keys.rkey);
+  }
+  p.hub.deliver();
+  REQUIRE(p.poll(0).size() == 3);
+  CHECK(latency_requests(0) == 1);  // only the first found nothing outstanding
+  CHECK(latency_requests(1) == 0);  // longer than kShortRequestBytes
+  p.post_recv(1, 10, 0, 4096);
+  p.post(0, SendOpcode::kSend, 4, 0, 4096);
+  p.hub.deliver();
+  REQUIRE(p.poll(0).size() == 1);
+  CHECK(latency_requests(0) == 2);
+  CHECK(latency_requests(1) == 1);
+  p.post(0, SendOpcode::kRdmaRead, 5, 0, kShortRequestBytes, p.sides[1].iova, p.sides[1].keys.rkey);
+  p.hub.deliver();
+  REQUIRE(p.poll(0).size() == 1);
+  CHECK(latency_requests(0) == 3);
+  CHECK(latency_requests(1) == 2);
+}
+
 // The fabric may ask for other segments towards a peer (the mesh: larger ones to a peer that
 // takes payloads by reference); the engine's own size holds elsewhere, READ responses included.
 TEST_CASE("segments follow the size the fabric prefers towards each peer") {

@@ -268,6 +268,9 @@ void Engine::on_request_segment(QueuePair& q, const FrameHeader& h) {
   if (h.offset + h.payload_length < h.total_length) {
     return;
   }
+  if (h.total_length <= kShortRequestBytes) {
+    ++stats_.latency_requests;
+  }
   if (q.current_recv) {
     const bool imm = (h.flags & kFlagImmediate) != 0;
     const WcOpcode op = h.op == FrameOp::kSend ? WcOpcode::kRecv : WcOpcode::kRecvRdmaWithImm;
@@ -282,6 +285,9 @@ void Engine::on_request_segment(QueuePair& q, const FrameHeader& h) {
 }
 
 void Engine::serve_read_request(QueuePair& q, const FrameHeader& h) {
+  if (h.total_length <= kShortRequestBytes) {
+    ++stats_.latency_requests;
+  }
   std::byte* src = nullptr;
   if (h.total_length > 0) {
     if ((q.access & kAccessRemoteRead) != 0) {

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -23,6 +24,7 @@
 #include "mesh/mesh_fabric.h"
 #include "runtime/event_loop.h"
 #include "runtime/scheduling.h"
+#include "runtime/traffic_scheduling.h"
 
 namespace ernic::emu {
 
@@ -108,7 +110,7 @@ struct Counters {
   const MeshStats* mesh;
   const ShmFrontEnd* front;
   const EventLoop* loop;
-  std::chrono::microseconds loop_slice;
+  const TrafficScheduling* traffic;  // null: the loop keeps the kernel's scheduling
 };
 
 // Returns why the file could not be written (out of descriptors, disk full), or "".
@@ -150,7 +152,12 @@ std::string write_stats(const std::string& path, const Counters& c) {
   }
   // Yields between turns that lost the CPU for more than a millisecond (EventLoop::kSlowYield).
   text += fmt::format("loop_slow_yields : {}\n", c.loop->slow_yields());
-  text += fmt::format("loop_slice_us : {}\n", c.loop_slice.count());
+  // Written on the loop's thread: the slice is the loop's.
+  text += fmt::format("loop_slice_us : {}\n", time_slice().count());
+  text += fmt::format("loop_scheduling : {}\n",
+                      c.traffic == nullptr ? "kernel" : to_string(c.traffic->mode()));
+  text += fmt::format("loop_latency_periods : {}\n",
+                      c.traffic == nullptr ? 0 : c.traffic->latency_periods());
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
@@ -301,13 +308,21 @@ int run_instance(const InstanceConfig& config) {
     log.info("ernic: signal {} received, stopping", info.ssi_signo);
     loop.stop();
   });
-  // With bulk copies on the idle-priority thread, what is left on this one is the latency
-  // path (doorbells, frames, completions): a short slice lets its wake-ups preempt the other
-  // instances' copying loops instead of waiting out their slices.
-  const auto loop_slice =
-      config.mesh_copy_thread ? request_time_slice(kLatencySlice) : time_slice();
+  // With bulk copies on the idle-priority thread, what is left on this one is light: it takes
+  // a short slice while it carries latency traffic and steps back while it carries only bulk.
+  std::optional<TrafficScheduling> traffic;
+  if (config.mesh_copy_thread) {
+    traffic.emplace([&engine] { return engine.stats().latency_requests; },
+                    TrafficScheduling::for_calling_thread(), EventLoop::Clock::now());
+    loop.add_poller({[&traffic] {
+                       traffic->observe(EventLoop::Clock::now());
+                       return false;
+                     },
+                     nullptr});
+  }
   StatsFile stats(config.stats_file,
-                  {&engine.stats(), mesh ? &mesh->stats() : nullptr, &front, &loop, loop_slice},
+                  {&engine.stats(), mesh ? &mesh->stats() : nullptr, &front, &loop,
+                   traffic ? &*traffic : nullptr},
                   log);
   auto update_stats = [&stats] { stats.update(); };
   std::function<void()> stats_tick = [&] {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <optional>
 #include <thread>
 
 namespace ernic::emu {
@@ -44,17 +45,32 @@ std::chrono::microseconds time_slice() {
   return std::chrono::microseconds(attr.runtime_ns / 1000);
 }
 
-std::chrono::microseconds request_time_slice(std::chrono::microseconds slice) {
+namespace {
+
+// Writes the calling thread's attributes back with `slice` and, if given, another fair policy;
+// the nice value stays. A kernel that refuses (or ignores) the slice leaves it as it was, which
+// the caller sees in what time_slice() says afterwards.
+void set_fair_attributes(std::optional<std::uint32_t> policy, std::chrono::microseconds slice) {
   SchedAttr attr;
-  if (read_attr(attr) && fair_policy(attr.policy)) {
-    // Only the slice changes: the policy and nice value read back are written again as they
-    // are. A kernel that refuses (or ignores) the request leaves the slice as it was, which the
-    // caller sees in what is returned.
-    attr.size = sizeof attr;
-    attr.flags = 0;
-    attr.runtime_ns = static_cast<std::uint64_t>(slice.count()) * 1000;
-    syscall(SYS_sched_setattr, 0, &attr, 0);
+  if (!read_attr(attr) || !fair_policy(attr.policy)) {
+    return;
   }
+  attr.size = sizeof attr;
+  attr.flags = 0;
+  attr.policy = policy.value_or(attr.policy);
+  attr.runtime_ns = static_cast<std::uint64_t>(slice.count()) * 1000;
+  syscall(SYS_sched_setattr, 0, &attr, 0);
+}
+
+}  // namespace
+
+std::chrono::microseconds request_time_slice(std::chrono::microseconds slice) {
+  set_fair_attributes(std::nullopt, slice);
+  return time_slice();
+}
+
+std::chrono::microseconds run_as_normal(std::chrono::microseconds slice) {
+  set_fair_attributes(SCHED_OTHER, slice);
   return time_slice();
 }
 
@@ -66,8 +82,10 @@ bool time_slices_granted() {
 }
 
 bool run_as_batch() {
-  const sched_param param{};
-  return sched_setscheduler(0, SCHED_BATCH, &param) == 0;
+  // Through sched_setattr with a zero slice: sched_setscheduler would keep a slice asked for
+  // earlier.
+  set_fair_attributes(SCHED_BATCH, std::chrono::microseconds(0));
+  return sched_getscheduler(0) == SCHED_BATCH;
 }
 
 const char* scheduling_policy_name() {

@@ -19,6 +19,10 @@ inline constexpr std::chrono::microseconds kLatencySlice{100};
 // request.
 std::chrono::microseconds request_time_slice(std::chrono::microseconds slice);
 
+// Moves the calling thread back to SCHED_OTHER (from SCHED_BATCH) with `slice` (zero: the
+// kernel's); the nice value stays. Returns the slice in force afterwards.
+std::chrono::microseconds run_as_normal(std::chrono::microseconds slice);
+
 // The calling thread's slice in force (the kernel's default unless one was asked for).
 std::chrono::microseconds time_slice();
 

@@ -64,6 +64,21 @@ TEST_CASE("a batch thread keeps its nice value and the kernel's slice") {
   CHECK(std::string(scheduling_policy_name()) == "normal");
 }
 
+TEST_CASE("a batch thread returns to the normal policy with the slice it asks for") {
+  on_own_thread([] {
+    const auto kernel_slice = time_slice();
+    const auto me = static_cast<id_t>(gettid());
+    REQUIRE(setpriority(PRIO_PROCESS, me, 3) == 0);
+    REQUIRE(run_as_batch());
+    const auto slice = run_as_normal(kLatencySlice);
+    CHECK(std::string(scheduling_policy_name()) == "normal");
+    CHECK(slice == (kernel_has_custom_slices() ? kLatencySlice : kernel_slice));
+    CHECK(getpriority(PRIO_PROCESS, me) == 3);
+    REQUIRE(run_as_batch());  // and the batch policy takes the kernel's slice again
+    CHECK(time_slice() == kernel_slice);
+  });
+}
+
 TEST_CASE("asking for a slice on one thread leaves the others' as they were") {
   const auto mine = time_slice();
   on_own_thread([] { request_time_slice(kLatencySlice); });
