@@ -35,18 +35,6 @@ bool fair_policy(std::uint32_t policy) {
   return policy == SCHED_OTHER || policy == SCHED_BATCH;
 }
 
-}  // namespace
-
-std::chrono::microseconds time_slice() {
-  SchedAttr attr;
-  if (!read_attr(attr) || !fair_policy(attr.policy)) {
-    return std::chrono::microseconds(0);
-  }
-  return std::chrono::microseconds(attr.runtime_ns / 1000);
-}
-
-namespace {
-
 // Writes the calling thread's attributes back with `slice` and, if given, another fair policy;
 // the nice value stays. A kernel that refuses (or ignores) the slice leaves it as it was, which
 // the caller sees in what time_slice() says afterwards.
@@ -63,6 +51,14 @@ void set_fair_attributes(std::optional<std::uint32_t> policy, std::chrono::micro
 }
 
 }  // namespace
+
+std::chrono::microseconds time_slice() {
+  SchedAttr attr;
+  if (!read_attr(attr) || !fair_policy(attr.policy)) {
+    return std::chrono::microseconds(0);
+  }
+  return std::chrono::microseconds(attr.runtime_ns / 1000);
+}
 
 std::chrono::microseconds request_time_slice(std::chrono::microseconds slice) {
   set_fair_attributes(std::nullopt, slice);
