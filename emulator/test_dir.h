@@ -1,32 +1,16 @@
 #pragma once
 
-#include <unistd.h>
-
-#include <filesystem>
 #include <string>
+
+#include "scratch_dir.h"
 
 namespace ernic::emu {
 
-// A fresh directory under /tmp for one test, removed afterwards. Short paths: UNIX socket
+// A fresh directory under /tmp for one test, removed afterwards. Short names: UNIX socket
 // paths are limited to 108 bytes.
-class TestDir {
+class TestDir : public testing::ScratchDir {
  public:
-  explicit TestDir(const std::string& name) {
-    path_ =
-        std::filesystem::temp_directory_path() / ("ernic-" + name + "-" + std::to_string(getpid()));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TestDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TestDir(const TestDir&) = delete;
-  TestDir& operator=(const TestDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
+  explicit TestDir(const std::string& name) : ScratchDir("ernic-" + name) {}
 };
 
 }  // namespace ernic::emu

@@ -7,14 +7,16 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
+#include "scratch_dir.h"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
+// Every test's history file lies in this one directory, removed when the tests are done.
 fs::path temp_history(const std::string& name) {
-  auto dir = fs::temp_directory_path() / fmt::format("ernic-history-test-{}", ::getpid());
-  fs::create_directories(dir);
+  static const ernic::testing::ScratchDir dir("ernic-history-test");
   auto path = dir / name;
   fs::remove(path);
   return path;

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "image/recipe.h"
+#include "scratch_dir.h"
 
 namespace ernic {
 namespace {
@@ -14,8 +15,7 @@ namespace fs = std::filesystem;
 
 TEST_CASE("a file's SHA-256 is computed in chunks and remembered beside it until it changes",
           "[image]") {
-  fs::path dir = fs::temp_directory_path() / ("ernic-digest-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  testing::ScratchDir dir("ernic-digest");
   fs::path file = dir / "disk.qcow2";
   std::string bytes(3 << 20, 'x');  // more than one chunk
   bytes += "tail";
@@ -44,7 +44,6 @@ TEST_CASE("a file's SHA-256 is computed in chunks and remembered beside it until
   pieces.update("c", 1);
   CHECK(pieces.hex() == sha256_hex("abc"));
   CHECK_THROWS_WITH(file_sha256(dir / "missing"), Catch::Contains("missing: cannot read"));
-  fs::remove_all(dir);
 }
 
 }  // namespace

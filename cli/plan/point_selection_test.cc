@@ -8,6 +8,7 @@
 
 #include "platform/platform.h"
 #include "scenario/scenario_loader.h"
+#include "scratch_dir.h"
 
 namespace ernic {
 namespace {
@@ -85,8 +86,7 @@ TEST_CASE("an unmatched pattern is an error listing the closest ids", "[selectio
 
 TEST_CASE("--rerun-failed selects the points that failed in a run directory", "[selection]") {
   Planned p;
-  auto dir = std::filesystem::temp_directory_path() / fmt::format("ernic-rerun-{}", getpid());
-  std::filesystem::create_directories(dir);
+  testing::ScratchDir dir("ernic-rerun");
   std::ofstream(dir / "record.json") << R"({"ernicctl": {"points": [
     {"id": "bw[verb=send,mode=bw,size=4KiB]", "status": "passed"},
     {"id": "bw[verb=read,mode=bw,size=64KiB]", "status": "failed", "reason": "timed out"},
@@ -96,7 +96,6 @@ TEST_CASE("--rerun-failed selects the points that failed in a run directory", "[
         Ids{"bw[verb=read,mode=bw,size=64KiB]", "tcp[protocol=tcp,reverse=true,parallel=1]"});
   Planned missing;
   CHECK_THROWS_AS(select_points(missing.plan, {.rerun_failed = dir / "nope"}), SelectionError);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ Config config_with(const std::string& extra) {
 }
 
 struct Run {
-  std::filesystem::path dir;
+  ernic::testing::ScratchDir dir;
   CleanupStack cleanup;
   EmulatorContext context;
   explicit Run(const std::string& name) : dir(fresh_dir(name)) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/subprocess.h"
+#include "scratch_dir.h"
 
 // Runs the ernicctl binary under test and collects what it printed.
 struct Invocation {
@@ -106,10 +107,7 @@ inline int count_processes_mentioning(const std::string& text) {
   });
 }
 
-inline std::filesystem::path fresh_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("ernic-it-" + name + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
+// The test's own directory, removed when the test is done.
+inline ernic::testing::ScratchDir fresh_dir(const std::string& name) {
+  return ernic::testing::ScratchDir("ernic-it-" + name);
 }

@@ -10,6 +10,8 @@
 #include <optional>
 #include <sstream>
 
+#include "scratch_dir.h"
+
 namespace ernic {
 namespace {
 namespace fs = std::filesystem;
@@ -40,11 +42,8 @@ class ScopedEnvironment {
   std::optional<std::string> old_;
 };
 
-fs::path fresh_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / fmt::format("ernic-{}-{}", name, ::getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
+testing::ScratchDir fresh_dir(const std::string& name) {
+  return testing::ScratchDir("ernic-" + name);
 }
 
 TEST_CASE("instance logs go to --log-dir, else $ERNIC_LOG_DIR, else STATE_DIR/logs", "[bringup]") {
@@ -66,7 +65,7 @@ TEST_CASE("instance logs go to --log-dir, else $ERNIC_LOG_DIR, else STATE_DIR/lo
 
 TEST_CASE("each instance's live stats and log are linked as ID.stats and ID.log, and removed",
           "[bringup]") {
-  fs::path dir = fresh_dir("bringup-links");
+  auto dir = fresh_dir("bringup-links");
   fs::path sockets = dir / "sockets";
   fs::create_directories(sockets);
   std::ofstream(sockets / "instance1.stats") << "mesh_peers : 1\n";
@@ -104,12 +103,11 @@ TEST_CASE("each instance's live stats and log are linked as ID.stats and ID.log,
   // The live files belong to the instances: only the links go.
   CHECK(fs::exists(sockets / "instance1.stats"));
   CHECK(fs::exists(sockets / "instance1.log"));
-  fs::remove_all(dir);
 }
 
 TEST_CASE("a log folder `up` did not create is kept by down, and a missing file is reported",
           "[bringup]") {
-  fs::path dir = fresh_dir("bringup-keep");
+  auto dir = fresh_dir("bringup-keep");
   fs::path log_dir = dir / "existing-logs";
   fs::create_directories(log_dir);
   std::ofstream(dir / "instance1.log") << "log\n";
@@ -133,7 +131,6 @@ TEST_CASE("a log folder `up` did not create is kept by down, and a missing file 
                          {"log_dir_created", false}});
   CHECK_FALSE(fs::exists(fs::symlink_status(log_dir / "1.log")));
   CHECK(fs::exists(log_dir));
-  fs::remove_all(dir);
 }
 
 }  // namespace
