@@ -112,16 +112,16 @@ FrameReader::Result FrameReader::pump(const ReadFn& read, Sink& sink, std::strin
         state_ = State::kCopyElsewhere;
         return Result::kCopyElsewhere;
       }
-      // The copy is this turn's work as much as a read, and bounded the same way.
-      const std::size_t n =
-          std::min<std::size_t>(header_.payload_length - copy_done_, budget - used);
+      // The copy is this turn's work as much as a read, and bounded the same way in time.
+      const std::size_t n = std::min<std::size_t>(header_.payload_length - copy_done_,
+                                                  (budget - used) * kCopyBytesPerBudgetByte);
       if (destination_ != nullptr && streaming) {
         streaming_copy(destination_ + copy_done_, copy_source_ + copy_done_, n);
       } else if (destination_ != nullptr) {
         std::memcpy(destination_ + copy_done_, copy_source_ + copy_done_, n);
       }
       copy_done_ += static_cast<std::uint32_t>(n);
-      used += n;
+      used += (n + kCopyBytesPerBudgetByte - 1) / kCopyBytesPerBudgetByte;
       if (copy_done_ < header_.payload_length) {
         break;
       }

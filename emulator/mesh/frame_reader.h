@@ -16,6 +16,13 @@
 
 namespace ernic::emu {
 
+// A payload by reference is copied from memory several times as fast as the same bytes are read
+// from a socket (about 40 GB/s here), so a turn's budget covers four copied bytes per byte, for
+// turns of about equal time. With one each, a large copy took a turn of 3 us per 128 KiB, and
+// the loop's system calls between turns cost as much CPU as the copy (send and write 8 MiB
+// 14-17 GB/s; 19-21 with four: docs/emulator.md, "Copy turns and page faults").
+inline constexpr std::size_t kCopyBytesPerBudgetByte = 4;
+
 // Turns a byte stream into frames without staging payloads: the header is read first, the
 // sink says where the payload goes, and the payload is read straight there (together with the
 // next header, in the same readv). Independent of sockets so that it can be fuzzed.
@@ -51,7 +58,8 @@ class FrameReader {
 
   FrameReader();
   // Reads until the source would block, closes, sends a malformed frame, the sink stops, or
-  // `budget` bytes were read. On kMalformed and kClosed `reason` says why.
+  // `budget` bytes were read (a copied byte counts 1 / kCopyBytesPerBudgetByte). On kMalformed
+  // and kClosed `reason` says why.
   Result pump(const ReadFn& read, Sink& sink, std::string& reason, std::size_t budget = 16u << 20);
   std::uint64_t bytes_read() const { return bytes_read_; }
   // A payload by reference is being copied over several turns (each within its budget): the

@@ -250,32 +250,38 @@ TEST_CASE("a payload by reference is copied from the shared memory it names") {
 }
 
 // A referenced payload is copied within each turn's budget, as a payload read from the socket
-// would be, and the copy goes on in the next turns though the socket has nothing more.
+// would be (a copied byte counting a quarter of a read one: turns of equal time), and the copy
+// goes on in the next turns though the socket has nothing more.
 TEST_CASE("a payload by reference is copied a budget at a time") {
+  static_assert(kCopyBytesPerBudgetByte == 4);
   Source s;
-  FrameHeader h = write_frame(20);
+  FrameHeader h = write_frame(80);
   h.flags |= kFlagByReference;
   s.add(h, reference_to(7, 0));
   Recorder r;
-  for (int i = 0; i < 20; ++i) {
+  r.shared.resize(80);
+  r.target.resize(80);
+  for (int i = 0; i < 80; ++i) {
     r.shared[i] = static_cast<std::byte>(i + 1);
   }
   FrameReader reader;
   std::string reason;
   auto read = [&](const iovec* iov, int n) { return s.read(iov, n); };
-  // 48 header + 16 reference bytes, then 8 of the 20 payload bytes: the first turn's 72.
+  // 48 header + 16 reference bytes read, then 8 budget bytes left: 32 payload bytes copied.
   CHECK(reader.pump(read, r, reason, 72) == FrameReader::Result::kBudgetUsed);
   CHECK(reader.copying());
   CHECK(r.delivered_frames.empty());
-  CHECK(r.target[7] == std::byte{8});
-  CHECK(r.target[8] == std::byte{0});
+  CHECK(r.target[31] == std::byte{32});
+  CHECK(r.target[32] == std::byte{0});
   CHECK(reader.pump(read, r, reason, 8) == FrameReader::Result::kBudgetUsed);
-  CHECK(r.target[15] == std::byte{16});
+  CHECK(r.target[63] == std::byte{64});
+  CHECK(r.target[64] == std::byte{0});
   CHECK(r.delivered_frames.empty());
+  // The last 16 bytes take 4 of the 8: the turn goes on to the socket, which has nothing.
   CHECK(reader.pump(read, r, reason, 8) == FrameReader::Result::kWouldBlock);
   CHECK_FALSE(reader.copying());
   REQUIRE(r.delivered_payloads.size() == 1);
-  CHECK(r.delivered_payloads[0][19] == std::byte{20});
+  CHECK(r.delivered_payloads[0][79] == std::byte{80});
 }
 
 // A sink that takes copies elsewhere gets the addresses once; the reader reads nothing more
