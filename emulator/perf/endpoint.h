@@ -127,6 +127,7 @@ class PingPong {
   bool client_;
   std::byte* out_;
   std::byte* in_;
+  bool write_outstanding_ = false;  // our last RDMA WRITE has not completed yet
 };
 
 }  // namespace ernic::emu::perf

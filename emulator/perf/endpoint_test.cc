@@ -154,6 +154,21 @@ TEST_CASE("without --verify every WRITE of a QP lands in the peer's one slot") {
   }
 }
 
+// As perftest's write_lat, a side waits for its own WRITE's completion before the peer's WRITE:
+// the wait for the marker gets its own spin window (as send_lat's does), and a WRITE that fails
+// is reported at once with its cause rather than as the peer's silence after the timeout.
+TEST_CASE("write_lat waits for its own WRITE to complete before the peer's") {
+  Instances instances;
+  PerfOptions o = options(Verb::kWrite, Mode::kLatency, false);
+  o.timeout_seconds = 5;
+  Pair p(instances.manager(), instances.worker(), o, o, 4096);
+  p.connect();
+  p.client.remote[0].rkey ^= 0x5a5a;  // a key the peer never issued
+  PingPong ping(p.client, o, 4096, true);
+  CHECK_THROWS_WITH(ping.exchange(0), Catch::Contains("Completion with error at client") &&
+                                          Catch::Contains("remote access"));
+}
+
 TEST_CASE("sides that cut their buffers differently refuse to connect") {
   Instances instances;
   const PerfOptions plain = options(Verb::kWrite, Mode::kBandwidth, false);
