@@ -8,8 +8,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <deque>
 #include <fstream>
+#include <mutex>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
@@ -185,6 +188,7 @@ void Supervisor::start(const SupervisorConfig& config) {
   stop();
   instances_.clear();
   reaped_.clear();
+  first_exit_.clear();
   config_ = config;
   if (config.instances < 1) {
     throw std::runtime_error("an embedded emulator needs at least one instance");
@@ -241,43 +245,76 @@ std::string Supervisor::check_mesh() const {
 }
 
 std::string Supervisor::check_alive() {
+  const std::lock_guard lock(health_mutex_);
+  return reap_exited();
+}
+
+std::string Supervisor::reap_exited() {
   for (std::size_t i = 0; i < instances_.size(); ++i) {
-    if (reaped_[i]) {
-      continue;
-    }
     int status = 0;
-    if (waitpid(instances_[i].pid, &status, WNOHANG) == instances_[i].pid) {
+    if (!reaped_[i] && waitpid(instances_[i].pid, &status, WNOHANG) == instances_[i].pid) {
       reaped_[i] = true;
-      return describe_exit(instances_[i], status);
+      std::string exit = describe_exit(instances_[i], status);
+      if (first_exit_.empty()) {
+        first_exit_ = exit;
+      }
+      return exit;
     }
   }
   return {};
 }
 
 std::string Supervisor::check_health(std::chrono::milliseconds dying) {
-  if (std::string dead = check_alive(); !dead.empty()) {
+  // The run's watchdog thread and its main thread both ask; whichever reaps an instance, both
+  // must name it (the other once named the survivor's lost peer instead: a CI run, 2026-12-04).
+  const std::lock_guard lock(health_mutex_);
+  if (!first_exit_.empty()) {
+    return first_exit_;
+  }
+  if (std::string dead = reap_exited(); !dead.empty()) {
     return dead;
   }
   std::string lost = check_mesh();
   if (lost.empty()) {
     return {};
   }
-  // Each live instance's exit, observed through a pidfd (no polling loop).
+  // Each live instance's exit, observed through a pidfd (no polling loop). A pidfd that turns
+  // readable is an instance that exited, and a blocking waitpid collects its status at once.
   std::vector<pollfd> exits;
+  std::vector<std::size_t> watched;
   for (std::size_t i = 0; i < instances_.size(); ++i) {
     const int fd =
         reaped_[i] ? -1 : static_cast<int>(syscall(SYS_pidfd_open, instances_[i].pid, 0));
     if (fd >= 0) {
       exits.push_back({fd, POLLIN, 0});
+      watched.push_back(i);
     }
   }
-  if (!exits.empty()) {
-    poll(exits.data(), exits.size(), static_cast<int>(dying.count()));
+  const auto deadline = std::chrono::steady_clock::now() + dying;
+  int ready = 0;
+  while (!exits.empty()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    ready = poll(exits.data(), exits.size(), static_cast<int>(std::max<long>(left.count(), 0)));
+    if (ready >= 0 || errno != EINTR) {
+      break;
+    }
+  }
+  std::string dead;
+  for (std::size_t k = 0; ready > 0 && k < exits.size() && dead.empty(); ++k) {
+    int status = 0;
+    const InstanceInfo& info = instances_[watched[k]];
+    if ((exits[k].revents & POLLIN) != 0 && waitpid(info.pid, &status, 0) == info.pid) {
+      reaped_[watched[k]] = true;
+      dead = first_exit_ = describe_exit(info, status);
+    }
   }
   for (const pollfd& p : exits) {
     close(p.fd);
   }
-  std::string dead = check_alive();
+  if (dead.empty()) {
+    dead = reap_exited();
+  }
   return dead.empty() ? lost : dead;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -69,7 +70,8 @@ class Supervisor {
   // others are stopped first).
   void start(const SupervisorConfig& config);
   // Empty while all run; else e.g. "instance 2 (worker, pid 123) exited with status 1; last
-  // log lines: ...". Never blocks.
+  // log lines: ...", once for each instance that exited. Does not wait for exits (only for a
+  // check_health() running in another thread).
   std::string check_alive();
   // Empty while no instance lost a mesh peer; else e.g. "instance 1 (manager, pid 123) lost 1
   // mesh peer(s); last log lines: ...". An instance counts the established peers it lost
@@ -79,6 +81,7 @@ class Supervisor {
   // check_alive(), then check_mesh(); a lost peer is often an instance dying at that moment
   // (its peers see the socket close before its exit can be reaped), and its exit names the
   // cause better than the loss: so after a loss, waits up to `dying` for an instance to exit.
+  // From the first exit on (seen by either call), always that exit: the run's mesh broke then.
   std::string check_health(std::chrono::milliseconds dying = std::chrono::milliseconds(1000));
   // SIGTERM to every process group, wait up to `grace`, then SIGKILL. Idempotent.
   void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(2000));
@@ -101,9 +104,14 @@ class Supervisor {
   // Sends SIGTERM to instance `index`'s group, or (wait) reaps it, SIGKILLing it at `deadline`.
   void terminate(std::size_t index, std::chrono::steady_clock::time_point deadline, bool wait);
 
+  // check_alive() without the lock: reaps what exited, notes the first exit, says which.
+  std::string reap_exited();
+
   SupervisorConfig config_;
   std::vector<InstanceInfo> instances_;
   std::vector<bool> reaped_;
+  std::mutex health_mutex_;  // check_alive() and check_health() come from two threads of a run
+  std::string first_exit_;   // what check_health() says from the first exit on
   bool detached_ = false;
 };
 

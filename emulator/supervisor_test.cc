@@ -96,6 +96,37 @@ TEST_CASE("after a mesh loss the health check names the instance that died") {
   supervisor.stop();
 }
 
+// A run asks from two threads (its watchdog and the point that failed): whichever reaps the dead
+// instance, every later health check names that instance, not the loss its peer saw. Asked in
+// turn here: check_alive() reaps the worker, then check_health() comes (it used to report the
+// manager's lost peer, the exit being gone by then: a CI run of 2026-12-04).
+TEST_CASE("every health check after an instance's exit names that instance") {
+  TestDir dir("supervisor-first-exit");
+  Supervisor supervisor;
+  supervisor.start(config_for(dir.path(), 2));
+  const auto instances = supervisor.instances();
+  REQUIRE(kill(instances[1].pid, SIGKILL) == 0);
+  std::string reaped;
+  const auto start = std::chrono::steady_clock::now();
+  while (reaped.empty() && std::chrono::steady_clock::now() - start < std::chrono::seconds(10)) {
+    reaped = supervisor.check_alive();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE_THAT(reaped, Catch::Contains("instance 2 (worker"));
+  CHECK(supervisor.check_alive().empty());  // each exit is reported once by check_alive()
+  // The manager counts its lost peer; the health check still names the exit, every time.
+  while (supervisor.check_mesh().empty() &&
+         std::chrono::steady_clock::now() - start < std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE_FALSE(supervisor.check_mesh().empty());
+  for (int i = 0; i < 2; ++i) {
+    CHECK_THAT(supervisor.check_health(std::chrono::milliseconds(100)),
+               Catch::Contains("instance 2 (worker") && Catch::Contains("signal 9"));
+  }
+  supervisor.stop();
+}
+
 TEST_CASE("a start that fails names the instance and quotes its log") {
   TestDir dir("supervisor-fail");
   auto config = config_for(dir.path(), 2);
