@@ -1,4 +1,5 @@
 #include "run/leftovers.h"
+#include "common/file_text.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -42,11 +43,6 @@ std::optional<std::string> token_of(const std::string& name, const std::regex& p
     return match[1].str();
   }
   return std::nullopt;
-}
-
-std::string read_all(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 const char* const kLocalLibvirt = "qemu:///system";
@@ -245,13 +241,13 @@ bool process_running(pid_t pid) {
   if (pid <= 0 || ::kill(pid, 0) != 0) {
     return false;
   }
-  std::string stat = read_all(fmt::format("/proc/{}/stat", pid));
+  std::string stat = read_file_text(fmt::format("/proc/{}/stat", pid));
   auto paren = stat.rfind(')');
   return !(paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z');
 }
 
 std::string process_command_line(pid_t pid) {
-  return read_all(fmt::format("/proc/{}/cmdline", pid));
+  return read_file_text(fmt::format("/proc/{}/cmdline", pid));
 }
 
 fs::path RunLock::path_of(const std::string& token) {

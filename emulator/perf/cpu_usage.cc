@@ -1,4 +1,5 @@
 #include "perf/cpu_usage.h"
+#include "common/file_text.h"
 
 #include <time.h>
 #include <unistd.h>
@@ -26,8 +27,7 @@ double percent(double cpu, double wall) {
 }  // namespace
 
 double process_cpu_seconds(pid_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = read_file_text(fmt::format("/proc/{}/stat", pid));
   // The command name (field 2) may contain spaces: count fields after its closing parenthesis.
   const auto close = text.rfind(')');
   if (close == std::string::npos) {

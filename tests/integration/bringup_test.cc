@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "common/file_text.h"
 #include "ernicctl_runner.h"
 
 namespace {
@@ -35,8 +36,7 @@ history: {enabled: false}
 
 // A zombie is not alive: orphans are reaped by whatever init the machine has, maybe late.
 bool alive(long pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string stat = ernic::read_file_text("/proc/" + std::to_string(pid) + "/stat");
   auto paren = stat.rfind(')');
   return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
 }
@@ -63,8 +63,7 @@ std::string read_file(const fs::path& file) {
 int processes_mentioning(const std::string& text) {
   int count = 0;
   for (const auto& entry : fs::directory_iterator("/proc")) {
-    std::ifstream in(entry.path() / "cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string cmdline = ernic::read_file_text(entry.path() / "cmdline");
     count += cmdline.find(text) != std::string::npos ? 1 : 0;
   }
   return count;

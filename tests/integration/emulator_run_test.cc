@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "common/file_text.h"
 #include "ernicctl_runner.h"
 
 using Catch::Matchers::Contains;
@@ -30,8 +31,7 @@ json last_record(const std::filesystem::path& path) {
 int processes_mentioning(const std::string& text) {
   int count = 0;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    std::ifstream in(entry.path() / "cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string cmdline = ernic::read_file_text(entry.path() / "cmdline");
     if (cmdline.find(text) != std::string::npos) {
       ++count;
     }
@@ -50,8 +50,7 @@ pid_t child_mentioning(pid_t parent, const std::string& text) {
     std::string pid, comm, state;
     pid_t ppid = 0;
     stat >> pid >> comm >> state >> ppid;
-    std::ifstream in(entry.path() / "cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string cmdline = ernic::read_file_text(entry.path() / "cmdline");
     if (ppid == parent && cmdline.find(text) != std::string::npos) {
       return std::stoi(name);
     }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/file_text.h"
 #include "common/subprocess.h"
 #include "scratch_dir.h"
 
@@ -66,9 +67,7 @@ inline unsigned long long process_start_ticks(const std::string& stat) {
 template <typename Match>
 int count_running_processes(Match matches) {
   static const unsigned long long test_started = [] {
-    std::ifstream self("/proc/self/stat");
-    std::string stat((std::istreambuf_iterator<char>(self)), std::istreambuf_iterator<char>());
-    return process_start_ticks(stat);
+    return process_start_ticks(ernic::read_file_text("/proc/self/stat"));
   }();
   int count = 0;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
@@ -76,8 +75,7 @@ int count_running_processes(Match matches) {
     if (pid.find_first_not_of("0123456789") != std::string::npos) {
       continue;
     }
-    std::ifstream stat_file(entry.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+    std::string stat = ernic::read_file_text(entry.path() / "stat");
     auto paren = stat.rfind(')');
     bool zombie = paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
     if (!stat.empty() && !zombie && process_start_ticks(stat) >= test_started &&
@@ -101,9 +99,7 @@ inline int count_processes(const std::string& name) {
 // tests and the machine run does not count).
 inline int count_processes_mentioning(const std::string& text) {
   return count_running_processes([&](const std::filesystem::path& proc) {
-    std::ifstream in(proc / "cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return cmdline.find(text) != std::string::npos;
+    return ernic::read_file_text(proc / "cmdline").find(text) != std::string::npos;
   });
 }
 

@@ -13,6 +13,7 @@
 #include <regex>
 #include <thread>
 
+#include "common/file_text.h"
 #include "ernicctl_runner.h"
 
 namespace {
@@ -26,9 +27,7 @@ const std::string kQuickstart = std::string(ERNIC_SOURCE_DIR) + "/scenarios/quic
 // those reparented to init after ernicctl died and those inside the run's namespaces.
 int processes_marked(const std::string& marker) {
   return count_running_processes([&](const fs::path& proc) {
-    std::ifstream in(proc / "environ", std::ios::binary);
-    std::string environ((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return environ.find(marker) != std::string::npos;
+    return ernic::read_file_text(proc / "environ").find(marker) != std::string::npos;
   });
 }
 
@@ -79,8 +78,7 @@ std::vector<std::string> traces_of(const std::string& token) {
 std::optional<pid_t> process_with(const std::vector<std::string>& parts) {
   std::optional<pid_t> found;
   count_running_processes([&](const fs::path& proc) {
-    std::ifstream in(proc / "cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string cmdline = ernic::read_file_text(proc / "cmdline");
     for (const std::string& part : parts) {
       if (cmdline.find(part) == std::string::npos) {
         return false;

@@ -1,4 +1,5 @@
 #include "libvirt_e2e_support.h"
+#include "common/file_text.h"
 
 #include <fmt/format.h>
 #include <libvirt/libvirt.h>
@@ -84,8 +85,7 @@ std::vector<std::string> leftovers(const std::string& token) {
     found.push_back("overlay folder /var/lib/libvirt/images/" + prefix);
   }
   for (const auto& entry : fs::directory_iterator("/proc")) {
-    std::ifstream cmdline(entry.path() / "cmdline");
-    std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    std::string text = read_file_text(entry.path() / "cmdline");
     if (text.find("guest=" + prefix) != std::string::npos) {
       found.push_back("process " + entry.path().filename().string());
     }

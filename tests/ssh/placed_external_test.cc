@@ -14,7 +14,6 @@ namespace ernic {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::read_text;
 
 const std::string kStandIn = FAKE_ROCM_ERNIC;
 
@@ -86,11 +85,11 @@ TEST_CASE("external instances on two machines, started over SSH, serve a run acr
   CHECK(fs::exists(kept / "instance2.console"));
   // The worker ran on B with its GIDs (the environment crossed SSH) and its socket in B's
   // directory of the run, the one the manifest names.
-  const std::string worker_log = read_text(kept / "instance2.log");
+  const std::string worker_log = read_file_text(kept / "instance2.log");
   CHECK(worker_log.find("guest gids fe80::e7:ff:fe00:2,192.168.200.20") != std::string::npos);
   CHECK(worker_log.find(machines.sockets().string() + "-B/instance2.sock") != std::string::npos);
-  CHECK(read_text(kept / "instance1.stats").find("uptime_ms : ") != std::string::npos);
-  auto manifest = nlohmann::json::parse(read_text(machines.run_dir() / "instances.json"));
+  CHECK(read_file_text(kept / "instance1.stats").find("uptime_ms : ") != std::string::npos);
+  auto manifest = nlohmann::json::parse(read_file_text(machines.run_dir() / "instances.json"));
   CHECK(manifest["instances"][1]["on"] == "B");
   check_nothing_left(machines);
 }
@@ -140,7 +139,7 @@ TEST_CASE("Ctrl-C while the external instances start leaves nothing on either si
   REQUIRE(testing::wait_for_process("-A/instance1.sock", "--backend tcp:", run) > 0);
   ::kill(run, SIGINT);
   int status = testing::wait_or_kill(run, std::chrono::seconds(30));
-  INFO(read_text(machines.work() / "output.txt"));
+  INFO(read_file_text(machines.work() / "output.txt"));
   CHECK(status == 130);
   check_nothing_left(machines);
 }

@@ -15,8 +15,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-using testing::read_text;
-
 // Processes of the embedded emulator (`ernicctl emulator ...`) whose command line holds `needle`.
 std::vector<std::pair<pid_t, std::string>> processes_with(const std::string& needle) {
   return testing::processes_with(needle, " emulator ");
@@ -112,13 +110,14 @@ TEST_CASE("instances on two machines, started over SSH, run the sweeps across th
   }
   // The mesh crossed the link: the worker registered at the manager's link address, and data
   // went over the wire between them.
-  CHECK(read_text(kept / "ernic2.log")
+  CHECK(read_file_text(kept / "ernic2.log")
             .find("registered with the manager at " + machines.link.a_address() + ":") !=
         std::string::npos);
-  CHECK(read_text(kept / "ernic1.log").find("registered from " + machines.link.b_address()) !=
+  CHECK(read_file_text(kept / "ernic1.log").find("registered from " + machines.link.b_address()) !=
         std::string::npos);
-  CHECK(read_text(kept / "ernic2.stats").find("mesh_wire_bytes_sent : 0\n") == std::string::npos);
-  CHECK(read_text(kept / "ernic2.stats").find("mesh_wire_bytes_sent : ") != std::string::npos);
+  CHECK(read_file_text(kept / "ernic2.stats").find("mesh_wire_bytes_sent : 0\n") ==
+        std::string::npos);
+  CHECK(read_file_text(kept / "ernic2.stats").find("mesh_wire_bytes_sent : ") != std::string::npos);
   // The token travelled as a file, never on a command line.
   CHECK(output.find("--token ") == std::string::npos);
   check_nothing_left(record["run_token"].get<std::string>());
@@ -152,7 +151,7 @@ TEST_CASE("killing the remote worker stops the run within 10 s, naming it", "[ss
   int status = testing::wait_or_kill(run, std::chrono::seconds(40));
   double stopped_after =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
-  std::string output = read_text(machines.work() / "output.txt");
+  std::string output = read_file_text(machines.work() / "output.txt");
   INFO(output);
   INFO("ernicctl ended " << stopped_after << " s after the worker was killed");
   CHECK(status == 1);
@@ -172,7 +171,7 @@ TEST_CASE("Ctrl-C while the remote instances start leaves nothing on either side
   ::kill(run, SIGINT);
   const std::string token = token_of(manager);
   int status = testing::wait_or_kill(run, std::chrono::seconds(30));
-  INFO(read_text(machines.work() / "output.txt"));
+  INFO(read_file_text(machines.work() / "output.txt"));
   CHECK(status == 130);
   check_nothing_left(token);
 }

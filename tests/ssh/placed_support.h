@@ -14,18 +14,15 @@
 #include <utility>
 #include <vector>
 
+#include "common/file_text.h"
 #include "sshd_fixture.h"
 
 namespace ernic::testing {
 
-inline std::string read_text(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 // A process's arguments joined by spaces; empty when it is gone.
 inline std::string command_line(pid_t pid) {
-  std::string line = read_text(std::filesystem::path("/proc") / std::to_string(pid) / "cmdline");
+  std::string line =
+      read_file_text(std::filesystem::path("/proc") / std::to_string(pid) / "cmdline");
   std::replace(line.begin(), line.end(), '\0', ' ');
   return line;
 }

@@ -19,11 +19,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using testing::read_text;
 
 // The session id of `pid` (/proc/PID/stat: pid (comm) state ppid pgrp session ...); 0 when gone.
 long session_of(long pid) {
-  std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat = read_file_text("/proc/" + std::to_string(pid) + "/stat");
   std::istringstream fields(stat.substr(stat.rfind(')') + 1));
   std::string state;
   long ppid = 0;
@@ -78,7 +77,7 @@ TEST_CASE(
   REQUIRE(status == 0);
 
   // up.json records each instance with its machine, its pid there and its files there.
-  json state = json::parse(read_text(machines.state_dir() / "up.json"));
+  json state = json::parse(read_file_text(machines.state_dir() / "up.json"));
   const json instances = state["instances"];
   INFO(instances.dump(2));
   REQUIRE(instances.size() == 2);
@@ -99,7 +98,7 @@ TEST_CASE(
     CHECK(token_mode == (fs::perms::owner_read | fs::perms::owner_write));
   }
   // The manifest says the same (no more pid 0).
-  json manifest = json::parse(read_text(machines.state_dir() / "instances.json"));
+  json manifest = json::parse(read_file_text(machines.state_dir() / "instances.json"));
   CHECK(manifest["instances"][1]["pid"] == instances[1]["pid"]);
 
   // status: both alive on their machines, with their stats read there.
@@ -158,7 +157,7 @@ TEST_CASE(
   }
   CHECK(testing::processes_with("/tmp/ernic-" + token, " emulator ").empty());
   const fs::path kept = fs::path(state["run_dir"].get<std::string>()) / "emulator";
-  CHECK(read_text(kept / "ernic2.log")
+  CHECK(read_file_text(kept / "ernic2.log")
             .find("registered with the manager at " + machines.link.a_address()) !=
         std::string::npos);
   CHECK(fs::file_size(kept / "ernic1.stats") > 0);
@@ -174,7 +173,7 @@ TEST_CASE(
   std::string output;
   REQUIRE(machines.ernicctl({"up", file, "--runs-dir", (machines.work() / "runs").string()},
                             &output) == 0);
-  const json instances = json::parse(read_text(machines.state_dir() / "up.json"))["instances"];
+  const json instances = json::parse(read_file_text(machines.state_dir() / "up.json"))["instances"];
   REQUIRE(instances.size() == 2);
   const long worker = instances[1]["pid"].get<long>();
   REQUIRE(machines.b.ns.exec({"kill", "-KILL", std::to_string(worker)}) == 0);
@@ -199,7 +198,7 @@ TEST_CASE(
   CHECK(output.find("stopped emulator instance 1 (manager on A") != std::string::npos);
   CHECK(output.find("emulator instances on B not stopped") != std::string::npos);
   CHECK_FALSE(machines.emulator_runs("A", instances[0]["pid"].get<long>()));
-  json kept = json::parse(read_text(machines.state_dir() / "up.json"));
+  json kept = json::parse(read_file_text(machines.state_dir() / "up.json"));
   REQUIRE(kept["instances"].size() == 1);
   CHECK(kept["instances"][0]["remote"]["host"] == "B");
 
@@ -230,7 +229,7 @@ TEST_CASE("Ctrl-C while `up` starts placed instances leaves nothing on either ma
   const std::string line = testing::command_line(manager);
   const std::string token = line.substr(line.find("/tmp/ernic-") + 11, 6);
   int status = testing::wait_or_kill(up, std::chrono::seconds(30));
-  INFO(read_text(machines.work() / "output.txt"));
+  INFO(read_file_text(machines.work() / "output.txt"));
   CHECK(status == 130);
   CHECK_FALSE(machines.emulator_runs("A", manager));
   CHECK(testing::processes_with("/tmp/ernic-" + token, " emulator ").empty());

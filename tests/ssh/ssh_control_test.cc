@@ -5,6 +5,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/file_text.h"
 #include "common/interrupt.h"
 #include "hosts/ssh_host.h"
 #include "sshd_fixture.h"
@@ -25,8 +26,7 @@ std::vector<pid_t> control_shells(const SshdInNamespace& server) {
   // NUL-separated words: the last one is the shell's $0.
   const std::string last_word = std::string("\0ernic-control\0", 15);
   for (pid_t pid : server.sshd.session_processes()) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), {});
+    std::string cmdline = read_file_text("/proc/" + std::to_string(pid) + "/cmdline");
     if (cmdline.size() > last_word.size() &&
         cmdline.compare(cmdline.size() - last_word.size(), last_word.size(), last_word) == 0) {
       found.push_back(pid);

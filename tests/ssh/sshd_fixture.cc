@@ -1,4 +1,5 @@
 #include "sshd_fixture.h"
+#include "common/file_text.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -27,10 +28,7 @@ namespace ernic::testing {
 namespace {
 
 std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return read_file_text(path);
 }
 
 void write_file(const std::filesystem::path& path, const std::string& content) {
