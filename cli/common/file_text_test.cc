@@ -37,7 +37,8 @@ TEST_CASE("a process's /proc file read after the process is reaped comes back em
 }
 
 TEST_CASE("a file longer than one read comes back whole", "[file_text]") {
-  const fs::path path = fs::temp_directory_path() / ("ernic-file-text-" + std::to_string(::getpid()));
+  const fs::path path =
+      fs::temp_directory_path() / ("ernic-file-text-" + std::to_string(::getpid()));
   std::string text;
   for (int line = 0; line < 2000; ++line) {
     text += "line " + std::to_string(line) + "\n";

@@ -136,6 +136,7 @@ TEST_CASE("Ctrl-C while the external instances start leaves nothing on either si
   // Ready only after 20 s: the interrupt comes while the manager is still starting.
   auto args = machines.run_args(machines.scenario("ext-int", "--fake-ready-delay-ms, '20000'"));
   pid_t run = testing::start_program(args, machines.work() / "output.txt");
+  testing::InterruptAtExit interrupt_at_exit(run);
   REQUIRE(testing::wait_for_process("-A/instance1.sock", "--backend tcp:", run) > 0);
   ::kill(run, SIGINT);
   int status = testing::wait_or_kill(run, std::chrono::seconds(30));

@@ -127,6 +127,7 @@ TEST_CASE("killing the remote worker stops the run within 10 s, naming it", "[ss
   TwoMachines machines;
   auto args = machines.run_args(machines.scenario("placed-kill", kLongPoint));
   pid_t run = testing::start_program(args, machines.work() / "output.txt");
+  testing::InterruptAtExit interrupt_at_exit(run);
   pid_t worker = wait_for_instance("-B/ernic2.sock", run);
   REQUIRE(worker > 0);
   const std::string token = token_of(worker);
@@ -165,6 +166,7 @@ TEST_CASE("Ctrl-C while the remote instances start leaves nothing on either side
   TwoMachines machines;
   auto args = machines.run_args(machines.scenario("placed-int", kLongPoint));
   pid_t run = testing::start_program(args, machines.work() / "output.txt");
+  testing::InterruptAtExit interrupt_at_exit(run);
   // The moment the manager's process exists on A, before it is ready.
   pid_t manager = wait_for_instance("-A/ernic1.sock", run);
   REQUIRE(manager > 0);

@@ -222,6 +222,7 @@ TEST_CASE("Ctrl-C while `up` starts placed instances leaves nothing on either ma
                                    "--state-dir",
                                    machines.state_dir().string()};
   pid_t up = testing::start_program(args, machines.work() / "output.txt");
+  testing::InterruptAtExit interrupt_at_exit(up);
   // The moment the manager's process exists on A, in its session of its own.
   pid_t manager = testing::wait_for_process("-A/ernic1.sock", " emulator ", up);
   REQUIRE(manager > 0);

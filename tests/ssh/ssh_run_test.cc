@@ -143,6 +143,7 @@ TEST_CASE("ernicctl run stops soon after an SSH host stops answering", "[ssh][e2
   pid_t run = testing::start_program({ERNIC_BINARY, "run", (work / "scenario.yaml").string(),
                                       "--runs-dir", (work / "runs").string()},
                                      work / "output.txt");
+  testing::InterruptAtExit interrupt_at_exit(run);
   // Once a point has finished (the second one has its step log), the server host hangs: sshd and
   // everything it started stop.
   auto points_started = [&] {

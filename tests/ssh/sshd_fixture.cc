@@ -180,6 +180,18 @@ int wait_program(pid_t pid, std::chrono::milliseconds timeout) {
   }
 }
 
+InterruptAtExit::~InterruptAtExit() {
+  // 0: our child and still running; a program already waited for is no child of ours (ECHILD).
+  if (waitpid(pid_, nullptr, WNOHANG) != 0) {
+    return;
+  }
+  ::kill(pid_, SIGINT);
+  if (wait_program(pid_, std::chrono::seconds(30)) == -1) {
+    ::kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
 TestNamespace::TestNamespace(const std::string& tag) {
   int index = namespace_counter++;
   int pid = static_cast<int>(getpid());

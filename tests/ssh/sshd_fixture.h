@@ -27,6 +27,20 @@ pid_t start_program(const std::vector<std::string>& argv, const std::filesystem:
 // Waits for a started program until `timeout`; returns its exit status, or -1 when it still runs.
 int wait_program(pid_t pid, std::chrono::milliseconds timeout);
 
+// A started ernicctl that a failed REQUIRE must not leave running: if it has not been waited
+// for when the test ends, it is interrupted as by Ctrl-C (so it tears down what it made before
+// the fixtures remove the machines under it), and killed after 30 s.
+class InterruptAtExit {
+ public:
+  explicit InterruptAtExit(pid_t pid) : pid_(pid) {}
+  ~InterruptAtExit();
+  InterruptAtExit(const InterruptAtExit&) = delete;
+  InterruptAtExit& operator=(const InterruptAtExit&) = delete;
+
+ private:
+  pid_t pid_;
+};
+
 // A network namespace joined to the caller's namespace by a veth pair:
 // outside_address()/24 on this side, inside_address()/24 in the namespace, lo up.
 class TestNamespace {
