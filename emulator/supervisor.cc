@@ -253,15 +253,19 @@ std::string Supervisor::reap_exited() {
   for (std::size_t i = 0; i < instances_.size(); ++i) {
     int status = 0;
     if (!reaped_[i] && waitpid(instances_[i].pid, &status, WNOHANG) == instances_[i].pid) {
-      reaped_[i] = true;
-      std::string exit = describe_exit(instances_[i], status);
-      if (first_exit_.empty()) {
-        first_exit_ = exit;
-      }
-      return exit;
+      return note_exit(i, status);
     }
   }
   return {};
+}
+
+std::string Supervisor::note_exit(std::size_t index, int status) {
+  reaped_[index] = true;
+  std::string exit = describe_exit(instances_[index], status);
+  if (first_exit_.empty()) {
+    first_exit_ = exit;
+  }
+  return exit;
 }
 
 std::string Supervisor::check_health(std::chrono::milliseconds dying) {
@@ -305,8 +309,7 @@ std::string Supervisor::check_health(std::chrono::milliseconds dying) {
     int status = 0;
     const InstanceInfo& info = instances_[watched[k]];
     if ((exits[k].revents & POLLIN) != 0 && waitpid(info.pid, &status, 0) == info.pid) {
-      reaped_[watched[k]] = true;
-      dead = first_exit_ = describe_exit(info, status);
+      dead = note_exit(watched[k], status);
     }
   }
   for (const pollfd& p : exits) {

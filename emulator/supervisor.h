@@ -106,6 +106,9 @@ class Supervisor {
 
   // check_alive() without the lock: reaps what exited, notes the first exit, says which.
   std::string reap_exited();
+  // Marks instance `index` reaped with wait status `status`, notes it if it is the first exit,
+  // and describes it.
+  std::string note_exit(std::size_t index, int status);
 
   SupervisorConfig config_;
   std::vector<InstanceInfo> instances_;

@@ -27,10 +27,6 @@ extern char** environ;
 namespace ernic::testing {
 namespace {
 
-std::string read_file(const std::filesystem::path& path) {
-  return read_file_text(path);
-}
-
 void write_file(const std::filesystem::path& path, const std::string& content) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << content;
@@ -68,7 +64,7 @@ std::vector<pid_t> children_of(pid_t parent) {
     if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) {
       continue;
     }
-    std::string stat = read_file(entry.path() / "stat");
+    std::string stat = read_file_text(entry.path() / "stat");
     std::size_t close_paren = stat.rfind(')');
     if (close_paren == std::string::npos) {
       continue;
@@ -106,7 +102,7 @@ std::uint16_t free_port() {
 }
 
 bool listens_in(pid_t pid, std::uint16_t port) {
-  return proc_net_tcp_listens(read_file(fmt::format("/proc/{}/net/tcp", pid)), port);
+  return proc_net_tcp_listens(read_file_text(fmt::format("/proc/{}/net/tcp", pid)), port);
 }
 
 std::atomic<int> namespace_counter{0};
@@ -277,7 +273,7 @@ SshdServer::SshdServer(SshdOptions options) : options_(std::move(options)) {
     run_checked({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ernic-test-client", "-f",
                  client_key().string()});
     std::filesystem::copy_file(directory_ / "client_key.pub", directory_ / "authorized_keys");
-    std::istringstream host_public(read_file(directory_ / "host_key.pub"));
+    std::istringstream host_public(read_file_text(directory_ / "host_key.pub"));
     std::string key_type, key_blob;
     host_public >> key_type >> key_blob;
     std::string host_part = port_ == 22 ? options_.listen_address
@@ -303,11 +299,11 @@ SshdServer::SshdServer(SshdOptions options) : options_(std::move(options)) {
       int status = 0;
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
-        throw std::runtime_error("sshd exited: " + read_file(directory_ / "sshd.log"));
+        throw std::runtime_error("sshd exited: " + read_file_text(directory_ / "sshd.log"));
       }
       if (std::chrono::steady_clock::now() > deadline) {
         throw std::runtime_error("sshd did not listen within 10 s: " +
-                                 read_file(directory_ / "sshd.log"));
+                                 read_file_text(directory_ / "sshd.log"));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -433,7 +429,7 @@ bool process_running(const std::vector<std::string>& argv) {
     if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) {
       continue;
     }
-    if (read_file(entry.path() / "cmdline") == wanted) {
+    if (read_file_text(entry.path() / "cmdline") == wanted) {
       return true;
     }
   }
