@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -72,8 +73,11 @@ class ShmClient {
   void watch_writes(const std::byte* data, std::size_t size);
   // Waits until `ready()` holds, as wait() does: spins for `spin`, then blocks until a
   // completion or a watched WRITE arrives and looks again. `ready` may read watched memory.
+  // Does not spin while this thread is on the CPU the instance's loop last ran on.
   bool wait_until(const std::function<bool()>& ready, std::chrono::microseconds spin,
                   std::chrono::milliseconds timeout);
+  // The CPU the instance's event loop last ran on, once it has run since this client attached.
+  std::optional<int> instance_cpu() const;
   // Requests posted and not yet completed must stay below the completion ring size.
   static constexpr std::uint32_t kMaxOutstanding = shm::kCompletionSlots / 2;
 

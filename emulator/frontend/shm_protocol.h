@@ -13,7 +13,7 @@
 // when the other side said it is about to block.
 namespace ernic::emu::shm {
 
-inline constexpr std::uint32_t kProtocolVersion = 2;
+inline constexpr std::uint32_t kProtocolVersion = 3;
 inline constexpr std::uint32_t kSubmitSlots = 4096;
 inline constexpr std::uint32_t kCompletionSlots = 8192;
 
@@ -76,6 +76,9 @@ struct Area {
   Index instance_waiting;  // set by the instance before it blocks: ring the doorbell
   Index client_waiting;    // set by the client before it blocks: notify completions
   WriteWatch write_watch;  // set by the client: placed WRITEs there count as completions
+  // The CPU the instance's event loop last ran on, plus one (0: not yet known). A client that
+  // shares it does not spin (ShmClient::wait_until).
+  Index instance_cpu;
   SubmitEntry submits[kSubmitSlots];
   CompletionEntry completions[kCompletionSlots];
 };

@@ -1,6 +1,7 @@
 #include "frontend/shm_server.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -81,6 +82,7 @@ ShmFrontEnd::ShmFrontEnd(EventLoop& loop, Engine& engine, Logger& log, InstanceI
     : loop_(loop), engine_(engine), log_(log), identity_(std::move(identity)) {
   poller_ = loop_.add_poller({
       [this] {
+        publish_cpu();
         bool worked = false;
         for (auto& [fd, c] : clients_) {
           worked |= drain(*c);
@@ -435,6 +437,16 @@ void ShmFrontEnd::handle_destroy_qp(Client& c, Request& request) {
   }
   engine_.destroy_qp(qpn);
   c.qps.erase(qpn);
+}
+
+void ShmFrontEnd::publish_cpu() {
+  // No system call: glibc reads the rseq area the kernel keeps current.
+  const auto cpu = static_cast<std::uint32_t>(sched_getcpu() + 1);
+  for (auto& [fd, c] : clients_) {
+    if (c->area != nullptr && c->area->instance_cpu.value.load(std::memory_order_relaxed) != cpu) {
+      c->area->instance_cpu.value.store(cpu, std::memory_order_relaxed);
+    }
+  }
 }
 
 bool ShmFrontEnd::drain(Client& c) {

@@ -83,6 +83,8 @@ class ShmFrontEnd final : public SharedMemoryDirectory {
   void handle_modify_qp(Client& c, Request& request);
   void handle_destroy_qp(Client& c, Request& request);
   void drop(Client& c);
+  // Tells every client which CPU this loop runs on: a client there blocks instead of spinning.
+  void publish_cpu();
   bool drain(Client& c);
   void push_completion(Client& c, Engine::Handle cq, const Completion& completion);
   void push_raw(Client& c, const shm::CompletionEntry& entry);

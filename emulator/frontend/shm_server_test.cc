@@ -1,13 +1,17 @@
 // What registering memory does inside the instance, observed from outside its process.
 #include <fcntl.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "engine/verbs.h"
 #include "frontend/shm_client.h"
@@ -78,6 +82,100 @@ TEST_CASE("registering a memory region maps its pages into the instance, only it
   CHECK(present_pages(instance, *mapping + kMiB, 2 * kMiB) == 2 * pages_per_mib);
   CHECK(present_pages(instance, *mapping, kMiB) == 0);
   CHECK(present_pages(instance, *mapping + 3 * kMiB, kMiB) == 0);
+}
+
+// The CPUs this process may run on, lowest first.
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  REQUIRE(sched_getaffinity(0, sizeof set, &set) == 0);
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) {
+      cpus.push_back(cpu);
+    }
+  }
+  return cpus;
+}
+
+void pin(pid_t tid, int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  REQUIRE(sched_setaffinity(tid, sizeof set, &set) == 0);
+}
+
+// Pins the calling thread to one CPU for its lifetime and gives it back its CPUs after.
+class PinnedThread {
+ public:
+  explicit PinnedThread(int cpu) {
+    REQUIRE(sched_getaffinity(0, sizeof before_, &before_) == 0);
+    pin(0, cpu);
+  }
+  ~PinnedThread() { sched_setaffinity(0, sizeof before_, &before_); }
+  PinnedThread(const PinnedThread&) = delete;
+  PinnedThread& operator=(const PinnedThread&) = delete;
+
+ private:
+  cpu_set_t before_{};
+};
+
+// Moves the instance's event loop (its main thread) to `cpu` and waits until the instance says
+// so to its clients.
+void move_instance(ShmClient& client, pid_t instance, int cpu) {
+  pin(instance, cpu);
+  client.alloc_pd();  // wakes the loop, which then runs there
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (client.instance_cpu() != cpu && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(client.instance_cpu() == cpu);
+}
+
+// On two cores a client spinning beside its own instance kept it off the CPU for the whole spin
+// window (sched_yield hands over nothing under EEVDF): there the client blocks at once.
+TEST_CASE("a client on its instance's CPU blocks at once instead of spinning") {
+  TestDir dir("shm-cpu-shared");
+  Supervisor supervisor;
+  start_instances(supervisor, dir, 1, "cpu-test");
+  ShmClient client(supervisor.instances()[0].socket.string());
+  const int cpu = allowed_cpus().front();
+  PinnedThread pinned(cpu);
+  move_instance(client, supervisor.instances()[0].pid, cpu);
+
+  int looks = 0;
+  const auto count_looks = [&looks] {
+    ++looks;
+    return false;
+  };
+  // A spin would look thousands of times in a second; a blocking wait looks before it blocks
+  // and once after its timeout.
+  CHECK_FALSE(
+      client.wait_until(count_looks, std::chrono::seconds(1), std::chrono::milliseconds(20)));
+  CHECK(looks <= 3);
+}
+
+TEST_CASE("a client on another CPU than its instance spins before it blocks") {
+  const std::vector<int> cpus = allowed_cpus();
+  if (cpus.size() < 2) {
+    WARN("one CPU: nothing runs apart from the instance");
+    return;
+  }
+  TestDir dir("shm-cpu-apart");
+  Supervisor supervisor;
+  start_instances(supervisor, dir, 1, "cpu-test");
+  ShmClient client(supervisor.instances()[0].socket.string());
+  PinnedThread pinned(cpus[1]);
+  move_instance(client, supervisor.instances()[0].pid, cpus[0]);
+
+  int looks = 0;
+  const auto count_looks = [&looks] {
+    ++looks;
+    return false;
+  };
+  CHECK_FALSE(
+      client.wait_until(count_looks, std::chrono::milliseconds(20), std::chrono::milliseconds(1)));
+  CHECK(looks > 10);
 }
 
 }  // namespace
