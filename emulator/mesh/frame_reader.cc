@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -18,7 +19,22 @@ constexpr std::size_t kScratchSize = 64u << 10;
 constexpr std::uint32_t kStreamingMessageBytes = 4u << 20;
 }  // namespace
 
-FrameReader::FrameReader() : scratch_(new std::byte[kScratchSize]) {}
+FrameReader::FrameReader()
+    : scratch_(new std::byte[kScratchSize]), staging_(new std::byte[kStagingBytes]) {}
+
+std::size_t FrameReader::take_staged(const iovec* iov, int count) {
+  std::size_t taken = 0;
+  for (int i = 0; i < count && staged_begin_ < staged_end_; ++i) {
+    const std::size_t n = std::min(iov[i].iov_len, staged_end_ - staged_begin_);
+    std::memcpy(iov[i].iov_base, staging_.get() + staged_begin_, n);
+    staged_begin_ += n;
+    taken += n;
+    if (n < iov[i].iov_len) {
+      break;
+    }
+  }
+  return taken;
+}
 
 bool FrameReader::header_complete(Sink& sink, std::string& reason, bool& stop) {
   const std::string error =
@@ -98,6 +114,62 @@ void FrameReader::copy_finished() {
   }
 }
 
+void FrameReader::prepare_read(iovec (&iov)[2], int& count, std::size_t& payload_room,
+                               std::size_t budget_left) {
+  payload_room = 0;
+  if (state_ == State::kHeader) {
+    iov[0] = {header_bytes_.data() + header_have_, kFrameHeaderSize - header_have_};
+    count = 1;
+  } else if (state_ == State::kReference) {
+    iov[0] = {reference_.data() + reference_have_, kPayloadReferenceSize - reference_have_};
+    count = 1;
+  } else {
+    const std::uint32_t remaining = header_.payload_length - payload_have_;
+    // Never more than the budget left: a large segment is read over several turns.
+    payload_room = std::min<std::size_t>(remaining, budget_left);
+    if (destination_ != nullptr) {
+      iov[0] = {destination_ + payload_have_, payload_room};
+    } else {
+      payload_room = std::min(payload_room, kScratchSize);
+      iov[0] = {scratch_.get(), payload_room};
+    }
+    // The next header rides along, so a stream of frames costs one readv each.
+    iov[1] = {header_bytes_.data(), kFrameHeaderSize};
+    count = payload_room == remaining ? 2 : 1;
+  }
+}
+
+std::optional<FrameReader::Result> FrameReader::consume(std::size_t got, std::size_t payload_room,
+                                                        Sink& sink, std::string& reason) {
+  bool stop = false;
+  if (state_ == State::kHeader) {
+    header_have_ += got;
+    if (header_have_ == kFrameHeaderSize && !header_complete(sink, reason, stop)) {
+      return Result::kMalformed;
+    }
+  } else if (state_ == State::kReference) {
+    reference_have_ += got;
+    if (reference_have_ == kPayloadReferenceSize && !start_copy(sink, reason)) {
+      return Result::kMalformed;
+    }
+  } else {
+    const std::size_t into_payload = std::min(got, payload_room);
+    payload_have_ += static_cast<std::uint32_t>(into_payload);
+    const std::size_t into_header = got - into_payload;
+    if (payload_have_ == header_.payload_length) {
+      stop = !finish_frame(sink);
+      header_have_ = into_header;
+      if (!stop && header_have_ == kFrameHeaderSize && !header_complete(sink, reason, stop)) {
+        return Result::kMalformed;
+      }
+    }
+  }
+  if (stop) {
+    return Result::kStopped;
+  }
+  return std::nullopt;
+}
+
 FrameReader::Result FrameReader::pump(const ReadFn& read, Sink& sink, std::string& reason,
                                       std::size_t budget) {
   std::size_t used = 0;
@@ -133,71 +205,44 @@ FrameReader::Result FrameReader::pump(const ReadFn& read, Sink& sink, std::strin
     iovec iov[2];
     int count = 0;
     std::size_t payload_room = 0;
-    if (state_ == State::kHeader) {
-      iov[0] = {header_bytes_.data() + header_have_, kFrameHeaderSize - header_have_};
-      count = 1;
-    } else if (state_ == State::kReference) {
-      iov[0] = {reference_.data() + reference_have_, kPayloadReferenceSize - reference_have_};
-      count = 1;
+    prepare_read(iov, count, payload_room, budget - used);
+    std::size_t got = 0;
+    if (staged_begin_ < staged_end_) {
+      got = take_staged(iov, count);  // counted against the budget when it was read
     } else {
-      const std::uint32_t remaining = header_.payload_length - payload_have_;
-      // Never more than the budget left: a large segment is read over several turns.
-      payload_room = std::min<std::size_t>(remaining, budget - used);
-      if (destination_ != nullptr) {
-        iov[0] = {destination_ + payload_have_, payload_room};
-      } else {
-        payload_room = std::min(payload_room, kScratchSize);
-        iov[0] = {scratch_.get(), payload_room};
+      const bool stage = state_ == State::kHeader;
+      if (stage) {
+        iov[1] = {staging_.get(), kStagingBytes};
+        count = 2;
       }
-      // The next header rides along, so a stream of frames costs one readv each.
-      iov[1] = {header_bytes_.data(), kFrameHeaderSize};
-      count = payload_room == remaining ? 2 : 1;
-    }
-    const ssize_t n = read(iov, count);
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        return Result::kWouldBlock;
-      }
-      if (errno == EINTR) {
-        continue;
-      }
-      reason = fmt::format("read failed: {}", std::strerror(errno));
-      return Result::kClosed;
-    }
-    if (n == 0) {
-      reason = state_ == State::kHeader && header_have_ == 0
-                   ? "peer closed the connection"
-                   : "peer closed in the middle of a frame";
-      return Result::kClosed;
-    }
-    used += static_cast<std::size_t>(n);
-    bytes_read_ += static_cast<std::uint64_t>(n);
-    std::size_t got = static_cast<std::size_t>(n);
-    bool stop = false;
-    if (state_ == State::kHeader) {
-      header_have_ += got;
-      if (header_have_ == kFrameHeaderSize && !header_complete(sink, reason, stop)) {
-        return Result::kMalformed;
-      }
-    } else if (state_ == State::kReference) {
-      reference_have_ += got;
-      if (reference_have_ == kPayloadReferenceSize && !start_copy(sink, reason)) {
-        return Result::kMalformed;
-      }
-    } else {
-      const std::size_t into_payload = std::min(got, payload_room);
-      payload_have_ += static_cast<std::uint32_t>(into_payload);
-      const std::size_t into_header = got - into_payload;
-      if (payload_have_ == header_.payload_length) {
-        stop = !finish_frame(sink);
-        header_have_ = into_header;
-        if (!stop && header_have_ == kFrameHeaderSize && !header_complete(sink, reason, stop)) {
-          return Result::kMalformed;
+      const ssize_t n = read(iov, count);
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+          return Result::kWouldBlock;
         }
+        if (errno == EINTR) {
+          continue;
+        }
+        reason = fmt::format("read failed: {}", std::strerror(errno));
+        return Result::kClosed;
+      }
+      if (n == 0) {
+        reason = state_ == State::kHeader && header_have_ == 0
+                     ? "peer closed the connection"
+                     : "peer closed in the middle of a frame";
+        return Result::kClosed;
+      }
+      used += static_cast<std::size_t>(n);
+      bytes_read_ += static_cast<std::uint64_t>(n);
+      got = static_cast<std::size_t>(n);
+      if (stage && got > iov[0].iov_len) {
+        staged_begin_ = 0;
+        staged_end_ = got - iov[0].iov_len;
+        got = iov[0].iov_len;
       }
     }
-    if (stop) {
-      return Result::kStopped;
+    if (const auto result = consume(got, payload_room, sink, reason)) {
+      return *result;
     }
   }
   return Result::kBudgetUsed;

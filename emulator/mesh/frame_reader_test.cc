@@ -114,6 +114,66 @@ TEST_CASE("frames are decoded whatever way the stream is cut") {
   }
 }
 
+std::vector<std::byte> counting(std::size_t n) {
+  std::vector<std::byte> out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    out[i] = static_cast<std::byte>(i + 1);
+  }
+  return out;
+}
+
+// A system call costs as much as copying tens of KiB in this project's VMs: a small frame (a
+// latency test's message) is one, with the acknowledgement that came behind it.
+TEST_CASE("a small frame and the acknowledgement behind it take one read") {
+  Source s;
+  s.add(write_frame(40), counting(40));
+  FrameHeader ack;
+  ack.op = FrameOp::kAck;
+  ack.msn = 3;
+  s.add(ack);
+  Recorder r;
+  FrameReader reader;
+  std::string reason;
+  int reads_with_data = 0;
+  const auto read = [&](const iovec* iov, int n) {
+    const ssize_t got = s.read(iov, n);
+    reads_with_data += got > 0 ? 1 : 0;
+    return got;
+  };
+  CHECK(reader.pump(read, r, reason) == FrameReader::Result::kWouldBlock);
+  CHECK(reads_with_data == 1);
+  REQUIRE(r.delivered_frames.size() == 2);
+  CHECK(r.delivered_payloads[0] == counting(40));
+  CHECK(r.delivered_frames[1].msn == 3);
+}
+
+TEST_CASE("frames read ahead are delivered without the source, whatever the budget") {
+  Source s;
+  for (int i = 0; i < 10; ++i) {
+    s.add(write_frame(40), counting(40));
+  }
+  Recorder r;
+  FrameReader reader;
+  std::string reason;
+  CHECK(reader.pump([&](const iovec* iov, int n) { return s.read(iov, n); }, r, reason, 50) ==
+        FrameReader::Result::kBudgetUsed);
+  CHECK(s.pos == s.data.size());  // all of it was read with the first header
+  CHECK(r.delivered_frames.size() < 10);
+  // Nothing is left in the source, so nothing will say it is readable: the caller must know.
+  CHECK(reader.has_work_without_input());
+  int reads = 0;
+  const auto empty = [&reads](const iovec*, int) -> ssize_t {
+    ++reads;
+    errno = EAGAIN;
+    return -1;
+  };
+  CHECK(reader.pump(empty, r, reason, 50) == FrameReader::Result::kWouldBlock);
+  CHECK(reads == 1);
+  CHECK(r.delivered_frames.size() == 10);
+  CHECK(r.delivered_payloads[9] == counting(40));
+  CHECK_FALSE(reader.has_work_without_input());
+}
+
 TEST_CASE("a refused payload is read and dropped, the stream stays in step") {
   Source s;
   s.add(write_frame(200000),

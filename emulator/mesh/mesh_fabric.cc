@@ -43,8 +43,8 @@ void MeshFabric::start(std::function<void()> on_ready,
   on_ready_ = std::move(on_ready);
   on_fatal_ = std::move(on_fatal);
   listen();
-  copy_poller_ = loop_.add_poller(
-      {[this] { return continue_copies(); }, [this] { return !copies_pending(); }});
+  resume_poller_ = loop_.add_poller({[this] { return continue_reading_without_input(); },
+                                     [this] { return !reading_without_input(); }});
   if (config_.payloads_by_reference && config_.copies_elsewhere) {
     copy_engine_ = std::make_unique<CopyEngine>(
         loop_, [this](CopyEngine::Token token, bool rescued) { copy_done(token, rescued); });
@@ -123,6 +123,32 @@ void MeshFabric::on_readable(Connection& c) {
     default:
       return;
   }
+}
+
+bool MeshFabric::reading_without_input() const {
+  return std::any_of(connections_.begin(), connections_.end(), [](const auto& entry) {
+    return entry.second->reader.has_work_without_input() &&
+           entry.second->phase != Connection::Phase::kClosed;
+  });
+}
+
+bool MeshFabric::continue_reading_without_input() {
+  // on_readable() may close connections, which edits connections_: work on a copy.
+  std::vector<Connection*> resumed;
+  for (auto& [fd, c] : connections_) {
+    if (c->reader.has_work_without_input() && c->phase != Connection::Phase::kClosed) {
+      resumed.push_back(c.get());
+    }
+  }
+  for (Connection* c : resumed) {
+    if (c->phase != Connection::Phase::kClosed) {
+      on_readable(*c);
+    }
+  }
+  if (!resumed.empty()) {
+    loop_.yield_between_turns();  // as after a socket's turn: the neighbours run in between
+  }
+  return !resumed.empty();
 }
 
 void MeshFabric::close_connection(Connection& c, const std::string& reason, bool lost) {
@@ -495,9 +521,9 @@ void MeshFabric::shutdown() {
     close_connection(*c, "", false);
   }
   closed_.clear();
-  if (copy_poller_ != 0) {
-    loop_.remove_poller(copy_poller_);
-    copy_poller_ = 0;
+  if (resume_poller_ != 0) {
+    loop_.remove_poller(resume_poller_);
+    resume_poller_ = 0;
   }
   copy_engine_.reset();  // after the connections: none has a copy in it any more
   for (int* fd : {&listen_fd_, &local_listen_fd_}) {

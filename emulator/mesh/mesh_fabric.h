@@ -157,9 +157,10 @@ class MeshFabric final : public Fabric {
   // [base, base + length) goes away: queued references to it become copies, peers unmap it.
   void forget_shared_memory(const std::byte* base, std::size_t length);
   ssize_t receive(Connection& c, const iovec* iov, int count);
-  // Goes on with the payloads by reference being copied (a turn each); true if there were any.
-  bool continue_copies();
-  bool copies_pending() const;
+  // Goes on reading the connections whose readers have work before the next byte arrives (a
+  // payload by reference being copied, bytes read ahead): a turn each; true if there were any.
+  bool continue_reading_without_input();
+  bool reading_without_input() const;
   // Gives the copy of a payload by reference the reader of `c` met to the CopyEngine, if it is
   // long enough to be worth the hand-off; `c` reads nothing more until it is done.
   bool copy_elsewhere(Connection& c, std::byte* destination, const std::byte* source,
@@ -219,7 +220,7 @@ class MeshFabric final : public Fabric {
   MeshConfig config_;
   FabricReceiver* receiver_ = nullptr;
   const SharedMemoryDirectory* shared_memory_ = nullptr;
-  int copy_poller_ = 0;
+  int resume_poller_ = 0;
   std::unique_ptr<CopyEngine> copy_engine_;
   struct SharedRegion {
     const std::byte* base;

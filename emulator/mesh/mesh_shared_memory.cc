@@ -193,31 +193,6 @@ void MeshFabric::forget_shared_memory(const std::byte* base, std::size_t length)
   }
 }
 
-bool MeshFabric::copies_pending() const {
-  return std::any_of(connections_.begin(), connections_.end(), [](const auto& entry) {
-    return entry.second->reader.copying() && entry.second->phase != Connection::Phase::kClosed;
-  });
-}
-
-bool MeshFabric::continue_copies() {
-  // on_readable() may close connections, which edits connections_: work on a copy.
-  std::vector<Connection*> copying;
-  for (auto& [fd, c] : connections_) {
-    if (c->reader.copying() && c->phase != Connection::Phase::kClosed) {
-      copying.push_back(c.get());
-    }
-  }
-  for (Connection* c : copying) {
-    if (c->phase != Connection::Phase::kClosed) {
-      on_readable(*c);
-    }
-  }
-  if (!copying.empty()) {
-    loop_.yield_between_turns();  // as after a socket's turn: the neighbours run between copies
-  }
-  return !copying.empty();
-}
-
 std::uint32_t MeshFabric::segment_size_to(NodeId node) const {
   const auto it = peers_.find(node);
   if (it == peers_.end() || !config_.payloads_by_reference || shared_memory_ == nullptr) {
