@@ -132,6 +132,18 @@ void move_instance(ShmClient& client, pid_t instance, int cpu) {
   REQUIRE(client.instance_cpu() == cpu);
 }
 
+// How many times a wait for what never comes looks for it before it times out.
+int looks_until_timeout(ShmClient& client, std::chrono::microseconds spin,
+                        std::chrono::milliseconds timeout) {
+  int looks = 0;
+  const auto count_looks = [&looks] {
+    ++looks;
+    return false;
+  };
+  CHECK_FALSE(client.wait_until(count_looks, spin, timeout));
+  return looks;
+}
+
 // On two cores a client spinning beside its own instance kept it off the CPU for the whole spin
 // window (sched_yield hands over nothing under EEVDF): there the client blocks at once.
 TEST_CASE("a client on its instance's CPU blocks at once instead of spinning") {
@@ -143,16 +155,9 @@ TEST_CASE("a client on its instance's CPU blocks at once instead of spinning") {
   PinnedThread pinned(cpu);
   move_instance(client, supervisor.instances()[0].pid, cpu);
 
-  int looks = 0;
-  const auto count_looks = [&looks] {
-    ++looks;
-    return false;
-  };
   // A spin would look thousands of times in a second; a blocking wait looks before it blocks
   // and once after its timeout.
-  CHECK_FALSE(
-      client.wait_until(count_looks, std::chrono::seconds(1), std::chrono::milliseconds(20)));
-  CHECK(looks <= 3);
+  CHECK(looks_until_timeout(client, std::chrono::seconds(1), std::chrono::milliseconds(20)) <= 3);
 }
 
 TEST_CASE("a client on another CPU than its instance spins before it blocks") {
@@ -168,16 +173,10 @@ TEST_CASE("a client on another CPU than its instance spins before it blocks") {
   PinnedThread pinned(cpus[1]);
   move_instance(client, supervisor.instances()[0].pid, cpus[0]);
 
-  int looks = 0;
-  const auto count_looks = [&looks] {
-    ++looks;
-    return false;
-  };
   // Blocking at once looks twice (before it blocks, after the timeout): any more is a spin,
   // which even on a CPU shared with a busy neighbour makes dozens in 200 ms.
-  CHECK_FALSE(
-      client.wait_until(count_looks, std::chrono::milliseconds(200), std::chrono::milliseconds(1)));
-  CHECK(looks > 3);
+  CHECK(looks_until_timeout(client, std::chrono::milliseconds(200), std::chrono::milliseconds(1)) >
+        3);
 }
 
 }  // namespace
