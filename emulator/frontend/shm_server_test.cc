@@ -1,6 +1,5 @@
 // What registering memory does inside the instance, observed from outside its process.
 #include <fcntl.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -10,12 +9,12 @@
 #include <optional>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "engine/verbs.h"
 #include "frontend/shm_client.h"
 #include "supervisor.h"
+#include "test_affinity.h"
 #include "test_dir.h"
 #include "test_process.h"
 
@@ -84,52 +83,12 @@ TEST_CASE("registering a memory region maps its pages into the instance, only it
   CHECK(present_pages(instance, *mapping + 3 * kMiB, kMiB) == 0);
 }
 
-// The CPUs this process may run on, lowest first.
-std::vector<int> allowed_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  REQUIRE(sched_getaffinity(0, sizeof set, &set) == 0);
-  std::vector<int> cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) {
-      cpus.push_back(cpu);
-    }
-  }
-  return cpus;
-}
-
-void pin(pid_t tid, int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  REQUIRE(sched_setaffinity(tid, sizeof set, &set) == 0);
-}
-
-// Pins the calling thread to one CPU for its lifetime and gives it back its CPUs after.
-class PinnedThread {
- public:
-  explicit PinnedThread(int cpu) {
-    REQUIRE(sched_getaffinity(0, sizeof before_, &before_) == 0);
-    pin(0, cpu);
-  }
-  ~PinnedThread() { sched_setaffinity(0, sizeof before_, &before_); }
-  PinnedThread(const PinnedThread&) = delete;
-  PinnedThread& operator=(const PinnedThread&) = delete;
-
- private:
-  cpu_set_t before_{};
-};
-
 // Moves the instance's event loop (its main thread) to `cpu` and waits until the instance says
 // so to its clients.
 void move_instance(ShmClient& client, pid_t instance, int cpu) {
   pin(instance, cpu);
   client.alloc_pd();  // wakes the loop, which then runs there
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (client.instance_cpu() != cpu && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  REQUIRE(client.instance_cpu() == cpu);
+  REQUIRE(observe([&] { return client.instance_cpu() == cpu; }, std::chrono::seconds(10)));
 }
 
 // How many times a wait for what never comes looks for it before it times out.

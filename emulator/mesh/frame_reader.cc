@@ -24,7 +24,7 @@ FrameReader::FrameReader()
 
 std::size_t FrameReader::take_staged(const iovec* iov, int count) {
   std::size_t taken = 0;
-  for (int i = 0; i < count && staged_begin_ < staged_end_; ++i) {
+  for (int i = 0; i < count && has_staged(); ++i) {
     const std::size_t n = std::min(iov[i].iov_len, staged_end_ - staged_begin_);
     std::memcpy(iov[i].iov_base, staging_.get() + staged_begin_, n);
     staged_begin_ += n;
@@ -207,7 +207,7 @@ FrameReader::Result FrameReader::pump(const ReadFn& read, Sink& sink, std::strin
     std::size_t payload_room = 0;
     prepare_read(iov, count, payload_room, budget - used);
     std::size_t got = 0;
-    if (staged_begin_ < staged_end_) {
+    if (has_staged()) {
       got = take_staged(iov, count);  // counted against the budget when it was read
     } else {
       const bool stage = state_ == State::kHeader;

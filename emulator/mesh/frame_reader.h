@@ -76,8 +76,7 @@ class FrameReader {
   // The next pump() has work without reading: a copy to go on with, or bytes read ahead of the
   // frame they belong to. Its caller must not wait for the source to become readable first.
   bool has_work_without_input() const {
-    return state_ == State::kCopy ||
-           (staged_begin_ < staged_end_ && state_ != State::kCopyElsewhere);
+    return state_ == State::kCopy || (has_staged() && state_ != State::kCopyElsewhere);
   }
   // The sink took the current payload's copy (Sink::copy_elsewhere) and has not finished it.
   bool copying_elsewhere() const { return state_ == State::kCopyElsewhere; }
@@ -97,6 +96,7 @@ class FrameReader {
   // Where the next read goes: the header, the reference or the payload (with the next header).
   void prepare_read(iovec (&iov)[2], int& count, std::size_t& payload_room,
                     std::size_t budget_left);
+  bool has_staged() const { return staged_begin_ < staged_end_; }
   // Fills `iov` from the bytes read ahead, as readv would from the source.
   std::size_t take_staged(const iovec* iov, int count);
   // Takes `got` bytes just put where prepare_read said; a result ends the pump.

@@ -1,6 +1,5 @@
 // `ernicctl perf` as the orchestrator runs it: server and client processes attached to a
 // manager and a worker.
-#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +21,7 @@
 #include "perf/perftest_format.h"
 #include "runtime/scheduling.h"
 #include "supervisor.h"
+#include "test_affinity.h"
 #include "test_dir.h"
 #include "test_process.h"
 
@@ -167,17 +167,7 @@ TEST_CASE("write_lat blocks until the instance signals the WRITE, and verifies i
 // that the shared machine's emulator instances compete with.
 class CpuContention {
  public:
-  explicit CpuContention(int hogs) {
-    sched_getaffinity(0, sizeof saved_, &saved_);
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-      if (CPU_ISSET(cpu, &saved_)) {
-        CPU_SET(cpu, &one);
-        break;
-      }
-    }
-    sched_setaffinity(0, sizeof one, &one);
+  explicit CpuContention(int hogs) : pinned_(allowed_cpus().front()) {
     for (int i = 0; i < hogs; ++i) {
       const pid_t pid = fork();
       if (pid == 0) {
@@ -194,13 +184,12 @@ class CpuContention {
       kill(pid, SIGKILL);
       waitpid(pid, nullptr, 0);
     }
-    sched_setaffinity(0, sizeof saved_, &saved_);
   }
   CpuContention(const CpuContention&) = delete;
   CpuContention& operator=(const CpuContention&) = delete;
 
  private:
-  cpu_set_t saved_{};
+  PinnedThread pinned_;
   std::vector<pid_t> hogs_;
 };
 
