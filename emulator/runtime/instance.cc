@@ -297,10 +297,13 @@ int run_instance(const InstanceConfig& config) {
   loop.set_deadline_source([&engine] { return engine.next_deadline(); },
                            [&engine] { engine.advance_timers(); });
   loop.set_after_work([&] {
+    // Wake a waiting client before writing the frames: on a delivered SEND or WRITE the frame
+    // is the acknowledgement, which nobody waits for yet, and its write (a wake-up of the peer
+    // instance) came first on the path of every latency test (write_lat 34.3 -> 31.8 us).
+    front.notify();
     if (mesh) {
       mesh->flush();
     }
-    front.notify();
   });
   loop.add_fd(signal_fd, EPOLLIN, [&](std::uint32_t) {
     signalfd_siginfo info{};
