@@ -47,4 +47,10 @@ int run_micro(const MicroOptions& options, std::ostream& out, std::ostream& err)
 int run_tcp_pingpong(std::uint64_t size, std::uint64_t iterations, std::ostream& out,
                      std::ostream& err);
 
+// The floor under the latency ratios on this machine: a token relayed along send_lat's four
+// processes (client, instance, peer instance, peer client) with no emulator in them, spinning
+// and then blocking; prints the one-way time of each.
+int run_relay_floor(std::uint64_t size, std::uint64_t iterations, std::ostream& out,
+                    std::ostream& err);
+
 }  // namespace ernic::emu::perf

@@ -51,7 +51,8 @@ std::string check_reporting(const PerfFlags& f, Mode mode) {
 }
 
 int run(const PerfFlags& f) {
-  if (f.socket.empty() && f.mode != "tcp_pingpong") {
+  const bool baseline = f.mode == "tcp_pingpong" || f.mode == "relay_floor";
+  if (f.socket.empty() && !baseline) {
     std::cerr << "ernicctl perf: --socket PATH (the instance to attach to) is required\n";
     return kExitBadInput;
   }
@@ -63,13 +64,19 @@ int run(const PerfFlags& f) {
     m.idle_seconds = f.idle_seconds;
     return run_micro(m, std::cout, std::cerr);
   }
-  if (f.mode == "tcp_pingpong") {
+  if (baseline) {
     auto size = parse_size(f.size.empty() ? "4096" : f.size);
     if (!size || *size == 0 || *size > (64u << 20)) {
       std::cerr << "ernicctl perf: -s must be a size between 1 byte and 64 MiB\n";
       return kExitBadInput;
     }
-    return run_tcp_pingpong(*size, f.iterations == 0 ? 2000 : f.iterations, std::cout, std::cerr);
+    if (f.iterations > 1000000) {
+      std::cerr << "ernicctl perf: -n must be at most 1000000 for " << f.mode << "\n";
+      return kExitBadInput;
+    }
+    const std::uint64_t iterations = f.iterations == 0 ? 2000 : f.iterations;
+    return f.mode == "tcp_pingpong" ? run_tcp_pingpong(*size, iterations, std::cout, std::cerr)
+                                    : run_relay_floor(*size, iterations, std::cout, std::cerr);
   }
   PerfOptions o;
   const auto underscore = f.mode.find('_');
@@ -77,7 +84,8 @@ int run(const PerfFlags& f) {
   const std::string mode = underscore == std::string::npos ? "" : f.mode.substr(underscore + 1);
   if ((verb != "send" && verb != "write" && verb != "read") || (mode != "bw" && mode != "lat")) {
     std::cerr << "ernicctl perf: unknown test '" << f.mode
-              << "' (send_bw, write_bw, read_bw, send_lat, write_lat, read_lat or micro)\n";
+              << "' (send_bw, write_bw, read_bw, send_lat, write_lat, read_lat, micro, "
+                 "tcp_pingpong or relay_floor)\n";
     return kExitBadInput;
   }
   o.verb = verb == "send" ? Verb::kSend : verb == "write" ? Verb::kWrite : Verb::kRead;
@@ -127,7 +135,8 @@ void register_perf(CLI::App& app, CommandContext& context) {
       "perf", "perftest-equivalent load generator attached to an embedded emulator instance");
   cmd->add_option(
          "test", f->mode,
-         "send_bw | write_bw | read_bw | send_lat | write_lat | read_lat | micro | tcp_pingpong")
+         "send_bw | write_bw | read_bw | send_lat | write_lat | read_lat | micro | tcp_pingpong | "
+         "relay_floor")
       ->required();
   cmd->add_option("server", f->server, "server address: run as the client");
   cmd->add_option("--socket", f->socket, "socket of the instance to attach to");

@@ -1,0 +1,348 @@
+// The floor under send_lat on this machine: the emulator's four processes with no emulator in
+// them. A message in send_lat goes from the client's load generator to its instance, over the
+// mesh to the peer instance, and on to the peer's load generator: four processes that a
+// two-core machine cannot all keep on a CPU. The TCP ping-pong baseline is two processes on
+// two CPUs. How much the hand-offs between processes cost depends on the machine (a context
+// switch or a wake-up costs 7-12 us on a paravirtualized guest, a fraction of that elsewhere),
+// so this relays a token along the same chain, with the same payload over a local socket
+// between the middle two, and prints the one-way time twice: every process spinning (the
+// lowest any design reaches) and every process blocking (what a design that never spins pays).
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "perf/load_generator.h"
+#include "perf/perftest_format.h"
+
+namespace ernic::emu::perf {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kRunLimit = std::chrono::seconds(60);
+constexpr int kWarmUp = 100;
+
+// The hand-offs of one leg: the client to its instance (eventfd or a flag in shared memory),
+// instance to instance (the payload over a local stream socket), instance to the peer client.
+enum class Handoff { kSpin, kBlock };
+
+// A word per hand-off, each on its own cache line: the spinning relay's doorbells.
+struct alignas(64) Flag {
+  std::atomic<std::uint32_t> value;
+};
+struct SharedFlags {
+  Flag to_instance;       // client -> its instance
+  Flag to_client;         // instance -> client
+  Flag to_peer_client;    // peer instance -> peer client
+  Flag to_peer_instance;  // peer client -> peer instance
+};
+
+// How a participant waits: spinning (yielding, as the emulator's spins do: the CPU is shared
+// with the next in line) until the deadline; the measuring client also notices a participant
+// that died, every few milliseconds while it spins and at once when a blocking read is
+// interrupted.
+class Patience {
+ public:
+  explicit Patience(Clock::time_point deadline) : deadline_(deadline) {}
+  void watch(std::function<void()> check) { check_ = std::move(check); }
+  void give_way() {
+    const auto now = Clock::now();
+    if (now > deadline_) {
+      throw std::runtime_error("the relay timed out");
+    }
+    if (now >= next_check_) {
+      check_now();
+      next_check_ = now + std::chrono::milliseconds(20);
+    }
+    sched_yield();
+  }
+  // A blocking wait was interrupted (SIGCHLD: a participant ended).
+  void check_now() {
+    if (check_) {
+      check_();
+    }
+  }
+
+ private:
+  Clock::time_point deadline_;
+  Clock::time_point next_check_;
+  std::function<void()> check_;
+};
+
+// One participant's end of a hand-off.
+class Link {
+ public:
+  Link(Handoff mode, Flag& flag, int fd) : mode_(mode), flag_(flag), fd_(fd) {}
+  void signal(std::uint32_t round) {
+    if (mode_ == Handoff::kSpin) {
+      flag_.value.store(round, std::memory_order_release);
+      return;
+    }
+    const std::uint64_t one = 1;
+    if (write(fd_, &one, sizeof one) != sizeof one) {
+      throw std::runtime_error(std::string("eventfd write: ") + std::strerror(errno));
+    }
+  }
+  void await(std::uint32_t round, Patience& patience) {
+    if (mode_ == Handoff::kSpin) {
+      while (flag_.value.load(std::memory_order_acquire) != round) {
+        patience.give_way();
+      }
+      return;
+    }
+    std::uint64_t value = 0;
+    while (read(fd_, &value, sizeof value) != sizeof value) {
+      if (errno != EINTR) {
+        throw std::runtime_error(std::string("eventfd read: ") + std::strerror(errno));
+      }
+      patience.check_now();
+    }
+  }
+
+ private:
+  Handoff mode_;
+  Flag& flag_;
+  int fd_;
+};
+
+void send_payload(int fd, const std::vector<std::byte>& payload) {
+  std::size_t done = 0;
+  while (done < payload.size()) {
+    const ssize_t n = send(fd, payload.data() + done, payload.size() - done, MSG_NOSIGNAL);
+    if (n <= 0 && errno != EINTR) {
+      throw std::runtime_error(std::string("relay socket: ") + std::strerror(errno));
+    }
+    done += n > 0 ? static_cast<std::size_t>(n) : 0;
+  }
+}
+
+void receive_payload(int fd, std::vector<std::byte>& payload, Handoff mode, Patience& patience) {
+  std::size_t done = 0;
+  const int flags = mode == Handoff::kSpin ? MSG_DONTWAIT : 0;
+  while (done < payload.size()) {
+    const ssize_t n = recv(fd, payload.data() + done, payload.size() - done, flags);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+    } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+      throw std::runtime_error("the relay's peer instance went away");
+    } else {
+      patience.give_way();
+    }
+  }
+}
+
+struct Descriptors {
+  int to_instance = -1, to_client = -1, to_peer_client = -1, to_peer_instance = -1;
+  int mesh[2] = {-1, -1};
+  ~Descriptors() {
+    for (int fd : {to_instance, to_client, to_peer_client, to_peer_instance, mesh[0], mesh[1]}) {
+      if (fd >= 0) {
+        close(fd);
+      }
+    }
+  }
+};
+
+// The relay's other three processes (the measuring client is this one).
+class Participants {
+ public:
+  Participants() = default;
+  Participants(const Participants&) = delete;
+  Participants& operator=(const Participants&) = delete;
+  ~Participants() { stop(); }
+
+  // Runs `body` in a child process that exits when it returns (1 if it throws).
+  template <typename Body>
+  void start(Body body) {
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid < 0) {
+      throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    }
+    if (pid > 0) {
+      running_.push_back(pid);
+      return;
+    }
+    // A participant left blocking after the measuring process died would never end.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) {
+      _exit(1);
+    }
+    try {
+      body();
+      _exit(0);
+    } catch (...) {
+      _exit(1);
+    }
+  }
+  // Throws when a participant has failed or died; one that finished its rounds is fine.
+  void check() {
+    std::string failure;
+    std::erase_if(running_, [&failure](pid_t pid) {
+      int status = 0;
+      if (waitpid(pid, &status, WNOHANG) != pid) {
+        return false;
+      }
+      if (WIFSIGNALED(status)) {
+        failure = fmt::format("a relay participant was killed by signal {}", WTERMSIG(status));
+      } else if (WEXITSTATUS(status) != 0) {
+        failure = "a relay participant failed";
+      }
+      return true;
+    });
+    if (!failure.empty()) {
+      throw std::runtime_error(failure);
+    }
+  }
+  // Waits for every participant to finish its rounds.
+  void finish() {
+    while (!running_.empty()) {
+      check();
+      if (!running_.empty()) {
+        usleep(1000);
+      }
+    }
+  }
+  void stop() {
+    for (pid_t pid : running_) {
+      kill(pid, SIGKILL);
+      while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
+    running_.clear();
+  }
+
+ private:
+  std::vector<pid_t> running_;
+};
+
+// While it lives, a participant's end interrupts the measuring client's blocking read (no
+// SA_RESTART), which then looks at how it ended instead of waiting forever for its answer.
+class InterruptedByChildren {
+ public:
+  InterruptedByChildren() {
+    struct sigaction interrupt {};
+    interrupt.sa_handler = [](int) {};
+    sigemptyset(&interrupt.sa_mask);
+    sigaction(SIGCHLD, &interrupt, &previous_);
+  }
+  InterruptedByChildren(const InterruptedByChildren&) = delete;
+  InterruptedByChildren& operator=(const InterruptedByChildren&) = delete;
+  ~InterruptedByChildren() { sigaction(SIGCHLD, &previous_, nullptr); }
+
+ private:
+  struct sigaction previous_ {};
+};
+
+// One run of `iterations` round trips; returns each round trip's time in microseconds.
+std::vector<double> relay(Handoff mode, std::size_t size, std::uint64_t iterations) {
+  void* mapped =
+      mmap(nullptr, sizeof(SharedFlags), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mapped == MAP_FAILED) {
+    throw std::runtime_error(std::string("mmap: ") + std::strerror(errno));
+  }
+  auto* flags = new (mapped) SharedFlags{};
+  Descriptors d;
+  for (int* fd : {&d.to_instance, &d.to_client, &d.to_peer_client, &d.to_peer_instance}) {
+    *fd = eventfd(0, EFD_CLOEXEC | (mode == Handoff::kSpin ? EFD_NONBLOCK : 0));
+  }
+  if (d.to_instance < 0 || d.to_client < 0 || d.to_peer_client < 0 || d.to_peer_instance < 0 ||
+      socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, d.mesh) != 0) {
+    munmap(mapped, sizeof(SharedFlags));
+    throw std::runtime_error(std::string("cannot create the relay: ") + std::strerror(errno));
+  }
+  const auto rounds = static_cast<std::uint32_t>(iterations + kWarmUp);
+  Patience patience(Clock::now() + kRunLimit);
+  Link to_instance(mode, flags->to_instance, d.to_instance);
+  Link to_client(mode, flags->to_client, d.to_client);
+  Link to_peer_client(mode, flags->to_peer_client, d.to_peer_client);
+  Link to_peer_instance(mode, flags->to_peer_instance, d.to_peer_instance);
+  Participants participants;
+  participants.start([&] {  // the client's instance
+    std::vector<std::byte> payload(size);
+    for (std::uint32_t round = 1; round <= rounds; ++round) {
+      to_instance.await(round, patience);
+      send_payload(d.mesh[0], payload);
+      receive_payload(d.mesh[0], payload, mode, patience);
+      to_client.signal(round);
+    }
+  });
+  participants.start([&] {  // the peer instance
+    std::vector<std::byte> payload(size);
+    for (std::uint32_t round = 1; round <= rounds; ++round) {
+      receive_payload(d.mesh[1], payload, mode, patience);
+      to_peer_client.signal(round);
+      to_peer_instance.await(round, patience);
+      send_payload(d.mesh[1], payload);
+    }
+  });
+  participants.start([&] {  // the peer client: answers at once
+    for (std::uint32_t round = 1; round <= rounds; ++round) {
+      to_peer_client.await(round, patience);
+      to_peer_instance.signal(round);
+    }
+  });
+  patience.watch([&] { participants.check(); });
+  const InterruptedByChildren interrupted;
+  std::vector<double> round_trips;
+  try {
+    for (std::uint32_t round = 1; round <= rounds; ++round) {
+      const auto start = Clock::now();
+      to_instance.signal(round);
+      to_client.await(round, patience);
+      if (round > kWarmUp) {
+        round_trips.push_back(
+            std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+      }
+    }
+    participants.finish();
+  } catch (...) {
+    participants.stop();
+    munmap(mapped, sizeof(SharedFlags));
+    throw;
+  }
+  munmap(mapped, sizeof(SharedFlags));
+  return round_trips;
+}
+
+}  // namespace
+
+int run_relay_floor(std::uint64_t size, std::uint64_t iterations, std::ostream& out,
+                    std::ostream& err) {
+  try {
+    for (const auto& [mode, name] :
+         {std::pair{Handoff::kSpin, "spinning"}, std::pair{Handoff::kBlock, "blocking"}}) {
+      std::vector<double> one_way = relay(mode, size, iterations);
+      for (double& t : one_way) {
+        t /= 2;  // a round trip is two ways alike (perftest's latency tests report so too)
+      }
+      const LatResult r = summarize_latency(size, std::move(one_way));
+      out << fmt::format(
+          " relay floor, {}, {} B, four processes : one way median {:.2f} usec, p99 {:.2f} usec, "
+          "min {:.2f} usec ({} samples)\n",
+          name, size, r.typical, r.p99, r.min, r.iterations);
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    err << "ernicctl perf relay_floor: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace ernic::emu::perf

@@ -1,0 +1,106 @@
+// `ernicctl perf relay_floor`: the four-process relay that bounds send_lat from below.
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "test_dir.h"
+#include "test_process.h"
+
+namespace ernic::emu {
+namespace {
+
+// The processes whose parent is `parent` (from /proc/PID/stat).
+std::set<pid_t> children_of(pid_t parent) {
+  std::set<pid_t> children;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto comm_end = line.rfind(')');
+    if (comm_end == std::string::npos) {
+      continue;
+    }
+    char state = 0;
+    pid_t ppid = 0;
+    std::istringstream rest(line.substr(comm_end + 1));
+    if (rest >> state >> ppid && ppid == parent) {
+      children.insert(std::stoi(name));
+    }
+  }
+  return children;
+}
+
+bool alive(pid_t pid) {
+  return kill(pid, 0) == 0;
+}
+
+TEST_CASE("relay_floor relays every round spinning and blocking and prints each one-way time") {
+  TestDir dir("relay-floor");
+  const auto output = dir.path() / "out.txt";
+  const pid_t pid = spawn_ernicctl({"perf", "relay_floor", "-s", "4096", "-n", "300"}, output);
+  REQUIRE(wait_exit(pid, std::chrono::seconds(120)) == 0);
+  const std::string text = read_all(output);
+  INFO(text);
+  const std::regex line(
+      R"( relay floor, (spinning|blocking), 4096 B, four processes : one way median ([0-9.]+) )"
+      R"(usec, p99 ([0-9.]+) usec, min ([0-9.]+) usec \(([0-9]+) samples\))");
+  std::set<std::string> modes;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), line); it != std::sregex_iterator();
+       ++it) {
+    const auto& m = *it;
+    modes.insert(m[1]);
+    const double median = std::stod(m[2]), p99 = std::stod(m[3]), min = std::stod(m[4]);
+    CHECK(min > 0);
+    CHECK(min <= median);
+    CHECK(median <= p99);
+    CHECK(m[5] == "300");  // the warm-up rounds are not samples
+  }
+  CHECK(modes == std::set<std::string>{"spinning", "blocking"});
+}
+
+TEST_CASE("relay_floor with a participant killed fails naming it and leaves none running") {
+  TestDir dir("relay-floor-kill");
+  const auto output = dir.path() / "out.txt";
+  // Long enough that the relay is still running when a participant is killed.
+  const pid_t pid = spawn_ernicctl({"perf", "relay_floor", "-n", "1000000"}, output);
+  std::set<pid_t> participants;
+  REQUIRE(observe([&] { return (participants = children_of(pid)).size() == 3; },
+                  std::chrono::seconds(30)));
+  kill(*participants.begin(), SIGKILL);
+  const int status = wait_exit(pid, std::chrono::seconds(20));
+  INFO(read_all(output));
+  CHECK(status == 1);
+  CHECK(read_all(output).find("relay_floor: a relay participant was killed by signal 9") !=
+        std::string::npos);
+  for (pid_t participant : participants) {
+    CHECK_FALSE(alive(participant));
+  }
+}
+
+TEST_CASE("relay_floor refuses a size or a count it cannot run") {
+  TestDir dir("relay-floor-bad");
+  const auto output = dir.path() / "out.txt";
+  CHECK(wait_exit(spawn_ernicctl({"perf", "relay_floor", "-s", "0"}, output),
+                  std::chrono::seconds(10)) == 2);
+  CHECK(wait_exit(spawn_ernicctl({"perf", "relay_floor", "-n", "2000000"}, output),
+                  std::chrono::seconds(10)) == 2);
+  const std::string text = read_all(output);
+  CHECK(text.find("-s must be a size between 1 byte and 64 MiB") != std::string::npos);
+  CHECK(text.find("-n must be at most 1000000 for relay_floor") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace ernic::emu
