@@ -83,14 +83,22 @@ echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); instances: ${EMUL
 echo
 echo "Bandwidth: BW average in GB/s (10^9 bytes), median of 3 runs; then the CPU that run used,"
 echo "in % of one core: client load generator / worker instance / server load generator / manager"
-# The machine is shared: the median of three runs (by the first figure), not one sample.
-median3() { for _ in 1 2 3; do perf "$@"; done | sort -n | sed -n 2p; }
+# The machine is shared: the median of three runs (by the first figure), not one sample. The
+# sizes of a verb take turns, round by round (as the latency verbs do), so that a ratio of two
+# sizes compares runs made seconds apart rather than the first size's minute with the last's.
 declare -A BW
 printf '%-6s %-9s %8s   %s\n' verb size "GB/s" "CPU % (client/worker/server/manager)"
+SIZES=(4096 65536 1048576 8388608)
 for verb in send write read; do
-  for size in 4096 65536 1048576 8388608; do
-    iters=$(( size >= 8388608 ? 200 : size >= 1048576 ? 1500 : 5000 ))
-    line=$(median3 "${verb}_bw" -s "$size" -n "$iters")
+  declare -A BW_RUNS=()
+  for _ in 1 2 3; do
+    for size in "${SIZES[@]}"; do
+      iters=$(( size >= 8388608 ? 200 : size >= 1048576 ? 1500 : 5000 ))
+      BW_RUNS[$size]+="$(perf "${verb}_bw" -s "$size" -n "$iters")"$'\n'
+    done
+  done
+  for size in "${SIZES[@]}"; do
+    line=$(grep . <<<"${BW_RUNS[$size]}" | sort -n | sed -n 2p)
     read -r gbs cl wi sv ma <<<"$line"
     BW[$verb,$size]=$gbs
     printf '%-6s %-9s %8s   %3s / %3s / %3s / %3s\n' "$verb" "$size" "$gbs" "$cl" "$wi" "$sv" "$ma"
