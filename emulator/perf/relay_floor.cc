@@ -2,11 +2,11 @@
 // them. A message in send_lat goes from the client's load generator to its instance, over the
 // mesh to the peer instance, and on to the peer's load generator: four processes that a
 // two-core machine cannot all keep on a CPU. The TCP ping-pong baseline is two processes on
-// two CPUs. How much the hand-offs between processes cost depends on the machine (a context
-// switch or a wake-up costs 7-12 us on a paravirtualized guest, a fraction of that elsewhere),
-// so this relays a token along the same chain, with the same payload over a local socket
-// between the middle two, and prints the one-way time twice: every process spinning (the
-// lowest any design reaches) and every process blocking (what a design that never spins pays).
+// two CPUs. What a hand-off between processes costs depends on the machine (a wake-up, 7-12 us
+// on the paravirtualized guest of 2026-12-04, is most of a TCP round trip there), so this relays a
+// token along the same chain, with the same payload over a local socket between the middle two, and
+// prints the one-way time twice: every process spinning (the lowest any design reaches) and every
+// process blocking (what a design that never spins pays).
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -250,21 +250,35 @@ class InterruptedByChildren {
   struct sigaction previous_ {};
 };
 
+// The flags in memory the participants share after the fork.
+class SharedFlagsMapping {
+ public:
+  SharedFlagsMapping() {
+    void* p = mmap(nullptr, sizeof(SharedFlags), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                   -1, 0);
+    if (p == MAP_FAILED) {
+      throw std::runtime_error(std::string("mmap: ") + std::strerror(errno));
+    }
+    flags_ = new (p) SharedFlags{};
+  }
+  SharedFlagsMapping(const SharedFlagsMapping&) = delete;
+  SharedFlagsMapping& operator=(const SharedFlagsMapping&) = delete;
+  ~SharedFlagsMapping() { munmap(flags_, sizeof(SharedFlags)); }
+  SharedFlags* operator->() const { return flags_; }
+
+ private:
+  SharedFlags* flags_ = nullptr;
+};
+
 // One run of `iterations` round trips; returns each round trip's time in microseconds.
 std::vector<double> relay(Handoff mode, std::size_t size, std::uint64_t iterations) {
-  void* mapped =
-      mmap(nullptr, sizeof(SharedFlags), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (mapped == MAP_FAILED) {
-    throw std::runtime_error(std::string("mmap: ") + std::strerror(errno));
-  }
-  auto* flags = new (mapped) SharedFlags{};
+  const SharedFlagsMapping flags;
   Descriptors d;
   for (int* fd : {&d.to_instance, &d.to_client, &d.to_peer_client, &d.to_peer_instance}) {
     *fd = eventfd(0, EFD_CLOEXEC | (mode == Handoff::kSpin ? EFD_NONBLOCK : 0));
   }
   if (d.to_instance < 0 || d.to_client < 0 || d.to_peer_client < 0 || d.to_peer_instance < 0 ||
       socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, d.mesh) != 0) {
-    munmap(mapped, sizeof(SharedFlags));
     throw std::runtime_error(std::string("cannot create the relay: ") + std::strerror(errno));
   }
   const auto rounds = static_cast<std::uint32_t>(iterations + kWarmUp);
@@ -301,23 +315,16 @@ std::vector<double> relay(Handoff mode, std::size_t size, std::uint64_t iteratio
   patience.watch([&] { participants.check(); });
   const InterruptedByChildren interrupted;
   std::vector<double> round_trips;
-  try {
-    for (std::uint32_t round = 1; round <= rounds; ++round) {
-      const auto start = Clock::now();
-      to_instance.signal(round);
-      to_client.await(round, patience);
-      if (round > kWarmUp) {
-        round_trips.push_back(
-            std::chrono::duration<double, std::micro>(Clock::now() - start).count());
-      }
+  for (std::uint32_t round = 1; round <= rounds; ++round) {
+    const auto start = Clock::now();
+    to_instance.signal(round);
+    to_client.await(round, patience);
+    if (round > kWarmUp) {
+      round_trips.push_back(
+          std::chrono::duration<double, std::micro>(Clock::now() - start).count());
     }
-    participants.finish();
-  } catch (...) {
-    participants.stop();
-    munmap(mapped, sizeof(SharedFlags));
-    throw;
   }
-  munmap(mapped, sizeof(SharedFlags));
+  participants.finish();  // on a throw, its destructor kills those still running
   return round_trips;
 }
 
