@@ -5,43 +5,17 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <regex>
 #include <set>
-#include <sstream>
 #include <string>
+#include <vector>
 
+#include "process_tree.h"
 #include "test_dir.h"
 #include "test_process.h"
 
 namespace ernic::emu {
 namespace {
-
-// The processes whose parent is `parent` (from /proc/PID/stat).
-std::set<pid_t> children_of(pid_t parent) {
-  std::set<pid_t> children;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) {
-      continue;
-    }
-    std::ifstream stat(entry.path() / "stat");
-    std::string line;
-    std::getline(stat, line);
-    const auto comm_end = line.rfind(')');
-    if (comm_end == std::string::npos) {
-      continue;
-    }
-    char state = 0;
-    pid_t ppid = 0;
-    std::istringstream rest(line.substr(comm_end + 1));
-    if (rest >> state >> ppid && ppid == parent) {
-      children.insert(std::stoi(name));
-    }
-  }
-  return children;
-}
 
 bool alive(pid_t pid) {
   return kill(pid, 0) == 0;
@@ -76,10 +50,10 @@ TEST_CASE("relay_floor with a participant killed fails naming it and leaves none
   const auto output = dir.path() / "out.txt";
   // Long enough that the relay is still running when a participant is killed.
   const pid_t pid = spawn_ernicctl({"perf", "relay_floor", "-n", "1000000"}, output);
-  std::set<pid_t> participants;
-  REQUIRE(observe([&] { return (participants = children_of(pid)).size() == 3; },
+  std::vector<pid_t> participants;
+  REQUIRE(observe([&] { return (participants = testing::children_of(pid)).size() == 3; },
                   std::chrono::seconds(30)));
-  kill(*participants.begin(), SIGKILL);
+  kill(participants.front(), SIGKILL);
   const int status = wait_exit(pid, std::chrono::seconds(20));
   INFO(read_all(output));
   CHECK(status == 1);

@@ -20,6 +20,7 @@
 
 #include "hosts/local_host.h"
 #include "private_home.h"
+#include "process_tree.h"
 #include "run/port_block.h"
 
 extern char** environ;
@@ -55,29 +56,6 @@ pid_t spawn(const std::vector<std::string>& argv, int output_fd) {
     throw std::runtime_error(fmt::format("cannot start {}: {}", argv[0], std::strerror(rc)));
   }
   return pid;
-}
-
-std::vector<pid_t> children_of(pid_t parent) {
-  std::vector<pid_t> children;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) {
-      continue;
-    }
-    std::string stat = read_file_text(entry.path() / "stat");
-    std::size_t close_paren = stat.rfind(')');
-    if (close_paren == std::string::npos) {
-      continue;
-    }
-    std::istringstream fields(stat.substr(close_paren + 2));
-    std::string state;
-    pid_t ppid = 0;
-    fields >> state >> ppid;
-    if (ppid == parent) {
-      children.push_back(static_cast<pid_t>(std::stol(name)));
-    }
-  }
-  return children;
 }
 
 std::vector<pid_t> descendants_of(pid_t root) {
