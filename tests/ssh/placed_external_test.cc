@@ -137,7 +137,7 @@ TEST_CASE("Ctrl-C while the external instances start leaves nothing on either si
   auto args = machines.run_args(machines.scenario("ext-int", "--fake-ready-delay-ms, '20000'"));
   pid_t run = testing::start_program(args, machines.work() / "output.txt");
   testing::InterruptAtExit interrupt_at_exit(run);
-  REQUIRE(testing::wait_for_process("-A/instance1.sock", "--backend tcp:", run) > 0);
+  REQUIRE(testing::wait_for_process("-A/instance1.sock", "--backend tcp:", run).pid > 0);
   ::kill(run, SIGINT);
   int status = testing::wait_or_kill(run, std::chrono::seconds(30));
   INFO(read_file_text(machines.work() / "output.txt"));

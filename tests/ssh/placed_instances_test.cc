@@ -53,16 +53,9 @@ const std::string kLongPoint =
     "  - name: long\n    tool: perftest\n    server: A\n    client: B\n"
     "    params: {verb: write, mode: bw, size: 64KiB, duration: 40s}\n    timeout: 90s\n";
 
-// Waits until an instance matching `needle` exists (or `run` ended); its pid, or 0.
-pid_t wait_for_instance(const std::string& needle, pid_t run) {
+// Waits until an instance matching `needle` exists (or `run` ended).
+testing::FoundProcess wait_for_instance(const std::string& needle, pid_t run) {
   return testing::wait_for_process(needle, " emulator ", run);
-}
-
-// The run's token, from an instance's socket path /tmp/ernic-TOKEN-HOST/ernicN.sock.
-std::string token_of(pid_t instance) {
-  const std::string line = testing::command_line(instance);
-  const auto at = line.find("/tmp/ernic-");
-  return at == std::string::npos ? "" : line.substr(at + 11, 6);
 }
 
 void check_nothing_left(const std::string& token) {
@@ -128,9 +121,9 @@ TEST_CASE("killing the remote worker stops the run within 10 s, naming it", "[ss
   auto args = machines.run_args(machines.scenario("placed-kill", kLongPoint));
   pid_t run = testing::start_program(args, machines.work() / "output.txt");
   testing::InterruptAtExit interrupt_at_exit(run);
-  pid_t worker = wait_for_instance("-B/ernic2.sock", run);
-  REQUIRE(worker > 0);
-  const std::string token = token_of(worker);
+  const testing::FoundProcess worker = wait_for_instance("-B/ernic2.sock", run);
+  REQUIRE(worker.pid > 0);
+  const std::string token = testing::run_token_in(worker.command_line);
   // The long point is running once its client's step log exists.
   auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   auto point_started = [&] {
@@ -147,7 +140,7 @@ TEST_CASE("killing the remote worker stops the run within 10 s, naming it", "[ss
          testing::wait_program(run, std::chrono::milliseconds(50)) == -1) {
   }
   REQUIRE(testing::wait_program(run, std::chrono::milliseconds(500)) == -1);
-  ::kill(worker, SIGKILL);
+  ::kill(worker.pid, SIGKILL);
   auto killed = std::chrono::steady_clock::now();
   int status = testing::wait_or_kill(run, std::chrono::seconds(40));
   double stopped_after =
@@ -168,10 +161,10 @@ TEST_CASE("Ctrl-C while the remote instances start leaves nothing on either side
   pid_t run = testing::start_program(args, machines.work() / "output.txt");
   testing::InterruptAtExit interrupt_at_exit(run);
   // The moment the manager's process exists on A, before it is ready.
-  pid_t manager = wait_for_instance("-A/ernic1.sock", run);
-  REQUIRE(manager > 0);
+  const testing::FoundProcess manager = wait_for_instance("-A/ernic1.sock", run);
+  REQUIRE(manager.pid > 0);
   ::kill(run, SIGINT);
-  const std::string token = token_of(manager);
+  const std::string token = testing::run_token_in(manager.command_line);
   int status = testing::wait_or_kill(run, std::chrono::seconds(30));
   INFO(read_file_text(machines.work() / "output.txt"));
   CHECK(status == 130);

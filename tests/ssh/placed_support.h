@@ -45,17 +45,30 @@ inline std::vector<std::pair<pid_t, std::string>> processes_with(const std::stri
   return found;
 }
 
-// Waits until a process whose command line holds `needle` and `also` exists (or `run` ended);
-// its pid, or 0.
-inline pid_t wait_for_process(const std::string& needle, const std::string& also, pid_t run) {
+struct FoundProcess {
+  pid_t pid = 0;  // 0: none appeared before `run` ended or a minute passed
+  // As it was when the process was found: read again after a signal, it can already be empty.
+  std::string command_line;
+};
+
+// Waits until a process whose command line holds `needle` and `also` exists (or `run` ended).
+inline FoundProcess wait_for_process(const std::string& needle, const std::string& also,
+                                     pid_t run) {
   auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < give_up &&
          wait_program(run, std::chrono::milliseconds(10)) == -1) {
     if (auto found = processes_with(needle, also); !found.empty()) {
-      return found.front().first;
+      return {found.front().first, found.front().second};
     }
   }
-  return 0;
+  return {};
+}
+
+// The run's token in an instance's command line (its socket /tmp/ernic-TOKEN-HOST/ernicN.sock);
+// empty when there is none.
+inline std::string run_token_in(const std::string& command_line) {
+  const auto at = command_line.find("/tmp/ernic-");
+  return at == std::string::npos ? "" : command_line.substr(at + 11, 6);
 }
 
 // Waits up to `limit` for `run` to end; past it, kills it. Its exit status, -1 when it was killed.

@@ -224,15 +224,16 @@ TEST_CASE("Ctrl-C while `up` starts placed instances leaves nothing on either ma
   pid_t up = testing::start_program(args, machines.work() / "output.txt");
   testing::InterruptAtExit interrupt_at_exit(up);
   // The moment the manager's process exists on A, in its session of its own.
-  pid_t manager = testing::wait_for_process("-A/ernic1.sock", " emulator ", up);
-  REQUIRE(manager > 0);
+  const testing::FoundProcess manager =
+      testing::wait_for_process("-A/ernic1.sock", " emulator ", up);
+  REQUIRE(manager.pid > 0);
   ::kill(up, SIGINT);
-  const std::string line = testing::command_line(manager);
-  const std::string token = line.substr(line.find("/tmp/ernic-") + 11, 6);
+  const std::string token = testing::run_token_in(manager.command_line);
+  REQUIRE(token.size() == 6);
   int status = testing::wait_or_kill(up, std::chrono::seconds(30));
   INFO(read_file_text(machines.work() / "output.txt"));
   CHECK(status == 130);
-  CHECK_FALSE(machines.emulator_runs("A", manager));
+  CHECK_FALSE(machines.emulator_runs("A", manager.pid));
   CHECK(testing::processes_with("/tmp/ernic-" + token, " emulator ").empty());
   CHECK_FALSE(fs::exists("/tmp/ernic-" + token + "-A"));
   CHECK_FALSE(fs::exists("/tmp/ernic-" + token + "-B"));
