@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 const std::string kStandIn = FAKE_ROCM_ERNIC;
 
 // Stand-in instances of a run whose socket directory holds `needle`.
-std::vector<std::pair<pid_t, std::string>> servers_with(const std::string& needle) {
+std::vector<testing::FoundProcess> servers_with(const std::string& needle) {
   return testing::processes_with(needle, "--backend tcp:");
 }
 

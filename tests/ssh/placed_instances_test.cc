@@ -16,7 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Processes of the embedded emulator (`ernicctl emulator ...`) whose command line holds `needle`.
-std::vector<std::pair<pid_t, std::string>> processes_with(const std::string& needle) {
+std::vector<testing::FoundProcess> processes_with(const std::string& needle) {
   return testing::processes_with(needle, " emulator ");
 }
 

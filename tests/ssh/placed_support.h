@@ -27,10 +27,16 @@ inline std::string command_line(pid_t pid) {
   return line;
 }
 
-// Processes whose command line contains both `needle` and `also`, with their pids.
-inline std::vector<std::pair<pid_t, std::string>> processes_with(const std::string& needle,
-                                                                 const std::string& also) {
-  std::vector<std::pair<pid_t, std::string>> found;
+struct FoundProcess {
+  pid_t pid = 0;  // 0: none was found
+  // As it was when the process was found: read again after a signal, it can already be empty.
+  std::string command_line;
+};
+
+// Processes whose command line contains both `needle` and `also`.
+inline std::vector<FoundProcess> processes_with(const std::string& needle,
+                                                const std::string& also) {
+  std::vector<FoundProcess> found;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) {
@@ -39,26 +45,21 @@ inline std::vector<std::pair<pid_t, std::string>> processes_with(const std::stri
     const pid_t pid = static_cast<pid_t>(std::stoi(name));
     const std::string line = command_line(pid);
     if (line.find(needle) != std::string::npos && line.find(also) != std::string::npos) {
-      found.emplace_back(pid, line);
+      found.push_back({pid, line});
     }
   }
   return found;
 }
 
-struct FoundProcess {
-  pid_t pid = 0;  // 0: none appeared before `run` ended or a minute passed
-  // As it was when the process was found: read again after a signal, it can already be empty.
-  std::string command_line;
-};
-
-// Waits until a process whose command line holds `needle` and `also` exists (or `run` ended).
+// Waits until a process whose command line holds `needle` and `also` exists (or `run` ended);
+// pid 0 when none appeared before it ended or a minute passed.
 inline FoundProcess wait_for_process(const std::string& needle, const std::string& also,
                                      pid_t run) {
   auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < give_up &&
          wait_program(run, std::chrono::milliseconds(10)) == -1) {
     if (auto found = processes_with(needle, also); !found.empty()) {
-      return {found.front().first, found.front().second};
+      return found.front();
     }
   }
   return {};
