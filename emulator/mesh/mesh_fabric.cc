@@ -332,6 +332,67 @@ void MeshFabric::release_memory(const std::byte* base, std::size_t length) {
                 [&](const SelfFrame& f) { return inside(f.payload, f.header.payload_length); });
 }
 
+void MeshFabric::commit_to_wire(Connection& c, bool data_allowed) {
+  while (c.wire_bytes < kWireWindow) {
+    if (!c.control_queue.empty()) {
+      c.wire_bytes += c.control_queue.front().weight();
+      c.wire.push_back(std::move(c.control_queue.front()));
+      c.control_queue.pop_front();
+      continue;
+    }
+    if (!data_allowed || c.round_robin.empty()) {
+      break;
+    }
+    const std::uint32_t qpn = c.round_robin.front();
+    c.round_robin.pop_front();
+    auto& queue = c.qp_queues[qpn];
+    if (queue.empty()) {
+      c.qp_queues.erase(qpn);
+      continue;
+    }
+    if (!copy_window_allows(c, queue.front())) {
+      c.waiting_for_copies.push_back(qpn);  // back in the round when kCopied comes
+      continue;
+    }
+    c.wire_bytes += queue.front().weight();
+    c.wire.push_back(queue.front());
+    queue.pop_front();
+    if (!queue.empty()) {
+      c.round_robin.push_back(qpn);
+    } else {
+      c.qp_queues.erase(qpn);
+    }
+  }
+}
+
+void MeshFabric::account_written(Connection& c, std::size_t written) {
+  std::size_t left = written;
+  std::uint64_t at = c.bytes_written;  // where the front frame's next byte is in the stream
+  c.bytes_written += left;
+  while (left > 0 && !c.wire.empty()) {
+    auto& f = c.wire.front();
+    if (f.written == 0 && f.small) {
+      stats_.max_bytes_ahead_of_small_frame =
+          std::max(stats_.max_bytes_ahead_of_small_frame, at - f.queued_at);
+    }
+    const std::size_t rest = f.size() - f.written;
+    const std::size_t used = std::min(left, rest);
+    at += used;
+    left -= used;
+    if (used == rest) {
+      if (f.referenced > 0 && c.peer_acknowledges_copies) {
+        c.referenced_in_flight += f.referenced;
+        stats_.max_referenced_in_flight =
+            std::max(stats_.max_referenced_in_flight, c.referenced_in_flight);
+      }
+      c.wire_bytes -= f.weight();
+      c.wire.pop_front();
+    } else {
+      f.written += used;
+    }
+  }
+}
+
 void MeshFabric::write_some(Connection& c) {
   if (c.phase == Connection::Phase::kClosed || c.phase == Connection::Phase::kConnecting) {
     return;
@@ -342,38 +403,7 @@ void MeshFabric::write_some(Connection& c) {
     stats_.max_write_turn_bytes = std::max<std::uint64_t>(stats_.max_write_turn_bytes, turn);
   };
   while (true) {
-    // Commit frames to the wire order: control first, then one frame per QP in turn, so a
-    // large transfer cannot starve a latency test.
-    while (c.wire_bytes < kWireWindow) {
-      if (!c.control_queue.empty()) {
-        c.wire_bytes += c.control_queue.front().weight();
-        c.wire.push_back(std::move(c.control_queue.front()));
-        c.control_queue.pop_front();
-        continue;
-      }
-      if (!data_allowed || c.round_robin.empty()) {
-        break;
-      }
-      const std::uint32_t qpn = c.round_robin.front();
-      c.round_robin.pop_front();
-      auto& queue = c.qp_queues[qpn];
-      if (queue.empty()) {
-        c.qp_queues.erase(qpn);
-        continue;
-      }
-      if (!copy_window_allows(c, queue.front())) {
-        c.waiting_for_copies.push_back(qpn);  // back in the round when kCopied comes
-        continue;
-      }
-      c.wire_bytes += queue.front().weight();
-      c.wire.push_back(queue.front());
-      queue.pop_front();
-      if (!queue.empty()) {
-        c.round_robin.push_back(qpn);
-      } else {
-        c.qp_queues.erase(qpn);
-      }
-    }
+    commit_to_wire(c, data_allowed);
     if (c.wire.empty()) {
       break;
     }
@@ -423,32 +453,8 @@ void MeshFabric::write_some(Connection& c) {
     }
     stats_.wire_bytes_sent += static_cast<std::uint64_t>(n);
     c.last_tx = EventLoop::Clock::now();
-    std::size_t left = static_cast<std::size_t>(n);
-    turn += left;
-    std::uint64_t at = c.bytes_written;  // where the front frame's next byte is in the stream
-    c.bytes_written += left;
-    while (left > 0 && !c.wire.empty()) {
-      auto& f = c.wire.front();
-      if (f.written == 0 && f.small) {
-        stats_.max_bytes_ahead_of_small_frame =
-            std::max(stats_.max_bytes_ahead_of_small_frame, at - f.queued_at);
-      }
-      const std::size_t rest = f.size() - f.written;
-      const std::size_t used = std::min(left, rest);
-      at += used;
-      left -= used;
-      if (used == rest) {
-        if (f.referenced > 0 && c.peer_acknowledges_copies) {
-          c.referenced_in_flight += f.referenced;
-          stats_.max_referenced_in_flight =
-              std::max(stats_.max_referenced_in_flight, c.referenced_in_flight);
-        }
-        c.wire_bytes -= f.weight();
-        c.wire.pop_front();
-      } else {
-        f.written += used;
-      }
-    }
+    turn += static_cast<std::size_t>(n);
+    account_written(c, static_cast<std::size_t>(n));
     if (turn >= kTurnBytes &&
         (!c.wire.empty() || !c.control_queue.empty() || (data_allowed && !c.round_robin.empty()))) {
       // The rest goes on the next turn: EPOLLOUT fires at once while the socket has room.

@@ -197,6 +197,11 @@ class MeshFabric final : public Fabric {
   bool on_control(Connection& c, const FrameHeader& h, std::span<const std::byte> body);
   void on_readable(Connection& c);
   void write_some(Connection& c);
+  // Moves queued frames into `c`'s wire order, up to the wire window: control first, then one
+  // frame per QP in turn, so that a large transfer cannot starve a latency test.
+  void commit_to_wire(Connection& c, bool data_allowed);
+  // `written` more bytes of `c`'s wire left: frames sent whole leave the wire.
+  void account_written(Connection& c, std::size_t written);
   // Asks the event loop for EPOLLOUT on `c`, once.
   void arm_epollout(Connection& c);
   // What the event loop watches `c` for: EPOLLOUT when armed, EPOLLIN unless its reader waits
