@@ -200,7 +200,8 @@ class MeshFabric final : public Fabric {
   // Moves queued frames into `c`'s wire order, up to the wire window: control first, then one
   // frame per QP in turn, so that a large transfer cannot starve a latency test.
   void commit_to_wire(Connection& c, bool data_allowed);
-  // `written` more bytes of `c`'s wire left: frames sent whole leave the wire.
+  // A write put `written` more bytes of `c`'s wire into the socket: the frames it finished
+  // leave the wire.
   void account_written(Connection& c, std::size_t written);
   // Asks the event loop for EPOLLOUT on `c`, once.
   void arm_epollout(Connection& c);
