@@ -56,7 +56,7 @@ struct PlotArea {
   }
 };
 
-bool has_value(const ChartPoint& point) {
+bool plottable(const ChartPoint& point) {
   return point.value && std::isfinite(*point.value);
 }
 
@@ -110,7 +110,7 @@ void append_series(std::string& out, const ChartSpec& spec, const PlotArea& plot
   std::string path;
   bool pen_down = false;
   for (std::size_t i = 0; i < plot.n; ++i) {
-    if (!has_value(spec.points[i])) {
+    if (!plottable(spec.points[i])) {
       pen_down = false;
       continue;
     }
@@ -125,7 +125,7 @@ void append_series(std::string& out, const ChartSpec& spec, const PlotArea& plot
   std::optional<std::size_t> newest;
   for (std::size_t i = 0; i < plot.n; ++i) {
     const auto& point = spec.points[i];
-    if (!has_value(point)) {
+    if (!plottable(point)) {
       continue;
     }
     newest = i;
@@ -159,7 +159,7 @@ void append_series(std::string& out, const ChartSpec& spec, const PlotArea& plot
 std::string render_svg_chart(const ChartSpec& spec) {
   double max_value = 0;
   for (const auto& point : spec.points) {
-    if (has_value(point)) {
+    if (plottable(point)) {
       max_value = std::max(max_value, *point.value);
     }
   }
