@@ -77,7 +77,7 @@ void read_ernicctl(dom::element value, RunEntry& run) {
   if (value.get_object().get(object) != simdjson::SUCCESS) {
     return;
   }
-  ErnicctlPart& part = run.ernicctl.emplace();
+  RunOutline& part = run.ernicctl.emplace();
   dom::element field;
   if (object["status"].get(field) == simdjson::SUCCESS) {
     part.status = text_of(field);
@@ -86,7 +86,7 @@ void read_ernicctl(dom::element value, RunEntry& run) {
     part.accelerator = text_of(field);
   }
   if (object.at_pointer("/scenario/name").get(field) == simdjson::SUCCESS) {
-    part.scenario.name = text_of(field);
+    part.scenario_name = text_of(field);
   }
 }
 
@@ -261,6 +261,26 @@ std::vector<std::uint64_t> split_at_lines(const std::filesystem::path& path, std
   return bounds;
 }
 
+// Rearranges `items` so that items[i] becomes what was at items[order[i]], without a second
+// array of entries (100k of them are tens of megabytes).
+void permute_in_place(std::vector<RunEntry>& items, std::vector<std::size_t> order) {
+  for (std::size_t start = 0; start < order.size(); ++start) {
+    if (order[start] == start) {
+      continue;
+    }
+    RunEntry held = std::move(items[start]);
+    std::size_t at = start;
+    while (order[at] != start) {
+      std::size_t from = order[at];
+      items[at] = std::move(items[from]);
+      order[at] = at;
+      at = from;
+    }
+    items[at] = std::move(held);
+    order[at] = at;
+  }
+}
+
 }  // namespace
 
 RunIndex index_histories(const std::vector<std::filesystem::path>& histories,
@@ -295,6 +315,12 @@ RunIndex index_histories(const std::vector<std::filesystem::path>& histories,
         worker.join();
       }
     }
+    std::size_t scanned = 0;
+    for (const auto& chunk : chunks) {
+      scanned += chunk.runs.size();
+    }
+    index.runs.reserve(index.runs.size() + scanned);
+    sort_keys.reserve(sort_keys.size() + scanned);
     std::string previous_key;
     int line_base = 0;
     for (auto& chunk : chunks) {
@@ -324,6 +350,7 @@ RunIndex index_histories(const std::vector<std::filesystem::path>& histories,
         index.runs.push_back(std::move(run));
       }
       line_base += chunk.lines;
+      chunk.runs = {};  // its entries were moved out: give the memory back before the next one
     }
   }
   std::vector<std::size_t> order(index.runs.size());
@@ -332,12 +359,7 @@ RunIndex index_histories(const std::vector<std::filesystem::path>& histories,
   }
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return sort_keys[a] < sort_keys[b]; });
-  std::vector<RunEntry> sorted;
-  sorted.reserve(order.size());
-  for (auto i : order) {
-    sorted.push_back(std::move(index.runs[i]));
-  }
-  index.runs = std::move(sorted);
+  permute_in_place(index.runs, std::move(order));
   return index;
 }
 

@@ -12,15 +12,28 @@
 
 namespace ernic::reports {
 
-// What the trend page, badges and comparisons need of one history line: the record without its
-// points (the ernicctl part keeps its status, scenario and accelerator only). Histories of 100k
-// runs stay small in memory: the full record is read again only for the few runs a page
-// details (load_record).
-struct RunEntry : HistoryRecord {
-  std::size_t source = 0;  // index into RunIndex::sources
+// Of the ernicctl part, what the index keeps: the page's run list and the comparison's choice of
+// baselines read these, and everything else is read again for the few runs shown in detail.
+struct RunOutline {
+  std::string status;
+  std::string scenario_name;
+  std::string accelerator;
+};
+
+// What the trend page, badges and comparisons need of one history line. Histories of 100k runs
+// stay small in memory: an entry is the record's top level and an outline of its ernicctl part
+// (a few hundred bytes, where a full ErnicctlPart is over a kilobyte before its points), and the
+// full record is read again only for the runs a page details (load_record).
+struct RunEntry : RecordHead {
+  std::optional<RunOutline> ernicctl;  // present when the line has an ernicctl part
+  std::size_t source = 0;              // index into RunIndex::sources
   std::uint64_t offset = 0;
   std::uint64_t length = 0;
   int line = 0;
+
+  std::string run_status() const { return ernicctl ? ernicctl->status : ""; }
+  std::string scenario_name() const { return ernicctl ? ernicctl->scenario_name : ""; }
+  std::string accelerator() const { return ernicctl ? ernicctl->accelerator : ""; }
 };
 
 struct RunIndex {

@@ -88,6 +88,44 @@ TEST_CASE("runs are ordered by time across files and a run id is kept once, rich
   CHECK(index.runs[2].run_id == "9");
 }
 
+TEST_CASE("runs out of time order are sorted whole, equal times keeping the file's order") {
+  TempDir dir;
+  auto file = dir / "history.jsonl";
+  // 60 lines whose times visit 30 seconds out of order, each second twice: the reordering has
+  // long cycles, and every entry must arrive with its own line, offset and values.
+  constexpr int kLines = 60;
+  auto second_of = [](int i) { return (i * 23) % 30; };
+  std::string text;
+  for (int i = 0; i < kLines; ++i) {
+    text += fmt::format(R"({{"generated": "2026-10-01 00:00:{:02} UTC", "run_id": "r{}", )"
+                        R"("series": {{"bandwidth": {{"4096": {}}}}}}})"
+                        "\n",
+                        second_of(i), i, i);
+  }
+  testing::write_text(file, text);
+  std::vector<int> expected;
+  for (int second = 0; second < 30; ++second) {
+    for (int i = 0; i < kLines; ++i) {
+      if (second_of(i) == second) {
+        expected.push_back(i);
+      }
+    }
+  }
+  for (std::uint64_t bytes_per_thread : {std::uint64_t{1} << 30, std::uint64_t{900}}) {
+    auto index = index_histories({file}, bytes_per_thread);
+    REQUIRE(index.runs.size() == expected.size());
+    for (std::size_t k = 0; k < expected.size(); ++k) {
+      int i = expected[k];
+      const auto& run = index.runs[k];
+      CHECK(run.run_id == fmt::format("r{}", i));
+      CHECK(run.line == i + 1);
+      CHECK(run.values(Series::kBandwidth) ==
+            std::vector<std::pair<std::uint64_t, double>>{{4096, double(i)}});
+      CHECK(load_record(index, run).run_id == run.run_id);
+    }
+  }
+}
+
 TEST_CASE("a missing history is an error naming it") {
   CHECK_THROWS_WITH(index_histories({"/nonexistent/history.jsonl"}),
                     Catch::Matchers::Contains("/nonexistent/history.jsonl"));

@@ -120,11 +120,11 @@ std::string ErnicctlPart::emulator_kind() const {
   return "";
 }
 
-std::string HistoryRecord::runner_class() const {
+std::string RecordHead::runner_class() const {
   return runner && !runner->empty() ? *runner : kDefaultRunnerClass;
 }
 
-std::vector<std::pair<std::uint64_t, double>> HistoryRecord::values(Series s) const {
+std::vector<std::pair<std::uint64_t, double>> RecordHead::values(Series s) const {
   std::vector<std::pair<std::uint64_t, double>> out;
   if (s == Series::kTcp) {
     if (auto tcp = badge(Badge::kTcp)) {
@@ -147,12 +147,12 @@ std::vector<std::pair<std::uint64_t, double>> HistoryRecord::values(Series s) co
   return out;
 }
 
-std::optional<double> HistoryRecord::badge(Badge b) const {
+std::optional<double> RecordHead::badge(Badge b) const {
   auto it = badges.find(badge_key(b));
   return it == badges.end() ? std::nullopt : it->second;
 }
 
-std::string HistoryRecord::date() const {
+std::string RecordHead::date() const {
   auto space = generated.find(' ');
   return space == std::string::npos ? generated : generated.substr(0, space);
 }

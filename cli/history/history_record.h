@@ -223,7 +223,9 @@ struct ErnicctlPart {
 
 using SeriesValues = std::map<std::string, std::map<std::string, double>>;  // bandwidth -> size
 
-struct HistoryRecord {
+// The fields every history line carries at its top level, rocm-ernic's and ernicctl's alike:
+// all a trend chart, a badge or a comparison's baseline needs of a run.
+struct RecordHead {
   std::string generated;  // "%Y-%m-%d %H:%M:%S UTC"
   std::string sha;
   std::string run_id;
@@ -231,7 +233,6 @@ struct HistoryRecord {
   std::optional<std::string> runner;
   SeriesValues series;
   std::map<std::string, std::optional<double>> badges;
-  std::optional<ErnicctlPart> ernicctl;
 
   // `runner`, or self-hosted for records without it.
   std::string runner_class() const;
@@ -241,6 +242,11 @@ struct HistoryRecord {
   std::optional<double> badge(Badge b) const;
   // "YYYY-MM-DD" of `generated`, or "" when it has none.
   std::string date() const;
+};
+
+struct HistoryRecord : RecordHead {
+  std::optional<ErnicctlPart> ernicctl;
+
   const std::vector<PointRecord>& points() const;
   // The ernicctl part's status, scenario name and accelerator ("" for rocm-ernic's records).
   std::string run_status() const { return ernicctl ? ernicctl->status : ""; }

@@ -271,13 +271,15 @@ HistoryRecord build_history_record(const Scenario& scenario, const RunResult& ru
     part.ab_pairs.push_back({pair.name, pair.a, pair.b, pair.metric});
   }
   HistoryRecord record{
-      .generated = fmt::format("{:%Y-%m-%d %H:%M:%S} UTC",
-                               std::chrono::floor<std::chrono::seconds>(run.finished)),
-      .sha = measured_sha(),
-      .run_id = env_or("GITHUB_RUN_ID", run.run_name),
-      .node = env_or("ERNIC_NODE", environment.hostname.value_or("")),
-      .runner = resolve_runner_class(scenario.runner),
-      .ernicctl = std::move(part),
+      {
+          .generated = fmt::format("{:%Y-%m-%d %H:%M:%S} UTC",
+                                   std::chrono::floor<std::chrono::seconds>(run.finished)),
+          .sha = measured_sha(),
+          .run_id = env_or("GITHUB_RUN_ID", run.run_name),
+          .node = env_or("ERNIC_NODE", environment.hostname.value_or("")),
+          .runner = resolve_runner_class(scenario.runner),
+      },
+      std::move(part),
   };
   publish_figures(scenario, run, record);
   return record;
