@@ -49,7 +49,8 @@ int run_tcp_pingpong(std::uint64_t size, std::uint64_t iterations, std::ostream&
 
 // The floor under the latency ratios on this machine: a token relayed along send_lat's four
 // processes (client, instance, peer instance, peer client) with no emulator in them, spinning
-// and then blocking; prints the one-way time of each.
+// (the payload between the instances over a socket, then through shared memory) and blocking;
+// prints the one-way time of each.
 int run_relay_floor(std::uint64_t size, std::uint64_t iterations, std::ostream& out,
                     std::ostream& err);
 

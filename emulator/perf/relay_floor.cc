@@ -4,9 +4,11 @@
 // two-core machine cannot all keep on a CPU. The TCP ping-pong baseline is two processes on
 // two CPUs. What a hand-off between processes costs depends on the machine (a wake-up, 7-12 us
 // on the paravirtualized guest of 2026-12-04, is most of a TCP round trip there), so this relays a
-// token along the same chain, with the same payload over a local socket between the middle two, and
-// prints the one-way time twice: every process spinning (the lowest any design reaches) and every
-// process blocking (what a design that never spins pays).
+// token along the same chain and prints the one-way time three times: every process spinning with
+// the payload over a local socket between the middle two, as the mesh carries it (the floor under
+// this emulator's design); every process spinning with the payload through shared memory (the
+// lowest any design of four processes reaches); and every process blocking, the payload over the
+// socket (what a design that never spins pays).
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -39,8 +41,20 @@ constexpr auto kRunLimit = std::chrono::seconds(60);
 constexpr int kWarmUp = 100;
 
 // The hand-offs of one leg: the client to its instance (eventfd or a flag in shared memory),
-// instance to instance (the payload over a local stream socket), instance to the peer client.
+// instance to instance (the payload over a local stream socket or through shared memory),
+// instance to the peer client.
 enum class Handoff { kSpin, kBlock };
+enum class Carrier { kSocket, kSharedMemory };
+struct Variant {
+  Handoff handoff;
+  Carrier carrier;
+  const char* name;
+};
+constexpr Variant kVariants[] = {
+    {Handoff::kSpin, Carrier::kSocket, "spinning"},
+    {Handoff::kSpin, Carrier::kSharedMemory, "spinning over shared memory"},
+    {Handoff::kBlock, Carrier::kSocket, "blocking"},
+};
 
 // A word per hand-off, each on its own cache line: the spinning relay's doorbells.
 struct alignas(64) Flag {
@@ -51,6 +65,8 @@ struct SharedFlags {
   Flag to_client;         // instance -> client
   Flag to_peer_client;    // peer instance -> peer client
   Flag to_peer_instance;  // peer client -> peer instance
+  Flag forward;           // instance -> peer instance, the payload in shared memory
+  Flag back;              // peer instance -> instance
 };
 
 // How a participant waits: spinning (yielding, as the emulator's spins do: the CPU is shared
@@ -121,31 +137,59 @@ class Link {
   int fd_;
 };
 
-void send_payload(int fd, const std::vector<std::byte>& payload) {
-  std::size_t done = 0;
-  while (done < payload.size()) {
-    const ssize_t n = send(fd, payload.data() + done, payload.size() - done, MSG_NOSIGNAL);
-    if (n <= 0 && errno != EINTR) {
-      throw std::runtime_error(std::string("relay socket: ") + std::strerror(errno));
-    }
-    done += n > 0 ? static_cast<std::size_t>(n) : 0;
-  }
-}
+// One instance's end of the instances' leg: the payload over the socket pair, or copied through
+// one shared buffer (the two directions take turns) with a flag per direction.
+class MeshEnd {
+ public:
+  MeshEnd(Carrier carrier, int fd, Flag& outgoing, Flag& incoming, std::byte* shared)
+      : carrier_(carrier), fd_(fd), outgoing_(outgoing), incoming_(incoming), shared_(shared) {}
 
-void receive_payload(int fd, std::vector<std::byte>& payload, Handoff mode, Patience& patience) {
-  std::size_t done = 0;
-  const int flags = mode == Handoff::kSpin ? MSG_DONTWAIT : 0;
-  while (done < payload.size()) {
-    const ssize_t n = recv(fd, payload.data() + done, payload.size() - done, flags);
-    if (n > 0) {
-      done += static_cast<std::size_t>(n);
-    } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-      throw std::runtime_error("the relay's peer instance went away");
-    } else {
-      patience.give_way();
+  void send(const std::vector<std::byte>& payload, std::uint32_t round) {
+    if (carrier_ == Carrier::kSharedMemory) {
+      std::memcpy(shared_, payload.data(), payload.size());
+      outgoing_.value.store(round, std::memory_order_release);
+      return;
+    }
+    std::size_t done = 0;
+    while (done < payload.size()) {
+      const ssize_t n = ::send(fd_, payload.data() + done, payload.size() - done, MSG_NOSIGNAL);
+      if (n <= 0 && errno != EINTR) {
+        throw std::runtime_error(std::string("relay socket: ") + std::strerror(errno));
+      }
+      done += n > 0 ? static_cast<std::size_t>(n) : 0;
     }
   }
-}
+
+  void receive(std::vector<std::byte>& payload, std::uint32_t round, Handoff mode,
+               Patience& patience) {
+    if (carrier_ == Carrier::kSharedMemory) {
+      while (incoming_.value.load(std::memory_order_acquire) != round) {
+        patience.give_way();
+      }
+      std::memcpy(payload.data(), shared_, payload.size());
+      return;
+    }
+    std::size_t done = 0;
+    const int flags = mode == Handoff::kSpin ? MSG_DONTWAIT : 0;
+    while (done < payload.size()) {
+      const ssize_t n = recv(fd_, payload.data() + done, payload.size() - done, flags);
+      if (n > 0) {
+        done += static_cast<std::size_t>(n);
+      } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        throw std::runtime_error("the relay's peer instance went away");
+      } else {
+        patience.give_way();
+      }
+    }
+  }
+
+ private:
+  Carrier carrier_;
+  int fd_;
+  Flag& outgoing_;
+  Flag& incoming_;
+  std::byte* shared_;
+};
 
 struct Descriptors {
   int to_instance = -1, to_client = -1, to_peer_client = -1, to_peer_instance = -1;
@@ -250,29 +294,32 @@ class InterruptedByChildren {
   struct sigaction previous_ {};
 };
 
-// The flags in memory the participants share after the fork.
-class SharedFlagsMapping {
+// The flags, and the payload buffer of the shared-memory carrier, that the participants share
+// after the fork.
+class SharedArea {
  public:
-  SharedFlagsMapping() {
-    void* p = mmap(nullptr, sizeof(SharedFlags), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                   -1, 0);
+  explicit SharedArea(std::size_t payload_size) : bytes_(sizeof(SharedFlags) + payload_size) {
+    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
       throw std::runtime_error(std::string("mmap: ") + std::strerror(errno));
     }
     flags_ = new (p) SharedFlags{};
   }
-  SharedFlagsMapping(const SharedFlagsMapping&) = delete;
-  SharedFlagsMapping& operator=(const SharedFlagsMapping&) = delete;
-  ~SharedFlagsMapping() { munmap(flags_, sizeof(SharedFlags)); }
+  SharedArea(const SharedArea&) = delete;
+  SharedArea& operator=(const SharedArea&) = delete;
+  ~SharedArea() { munmap(flags_, bytes_); }
   SharedFlags* operator->() const { return flags_; }
+  std::byte* payload() const { return reinterpret_cast<std::byte*>(flags_ + 1); }
 
  private:
+  std::size_t bytes_;
   SharedFlags* flags_ = nullptr;
 };
 
 // One run of `iterations` round trips; returns each round trip's time in microseconds.
-std::vector<double> relay(Handoff mode, std::size_t size, std::uint64_t iterations) {
-  const SharedFlagsMapping flags;
+std::vector<double> relay(const Variant& variant, std::size_t size, std::uint64_t iterations) {
+  const Handoff mode = variant.handoff;
+  const SharedArea shared(variant.carrier == Carrier::kSharedMemory ? size : 0);
   Descriptors d;
   for (int* fd : {&d.to_instance, &d.to_client, &d.to_peer_client, &d.to_peer_instance}) {
     *fd = eventfd(0, EFD_CLOEXEC | (mode == Handoff::kSpin ? EFD_NONBLOCK : 0));
@@ -283,27 +330,29 @@ std::vector<double> relay(Handoff mode, std::size_t size, std::uint64_t iteratio
   }
   const auto rounds = static_cast<std::uint32_t>(iterations + kWarmUp);
   Patience patience(Clock::now() + kRunLimit);
-  Link to_instance(mode, flags->to_instance, d.to_instance);
-  Link to_client(mode, flags->to_client, d.to_client);
-  Link to_peer_client(mode, flags->to_peer_client, d.to_peer_client);
-  Link to_peer_instance(mode, flags->to_peer_instance, d.to_peer_instance);
+  Link to_instance(mode, shared->to_instance, d.to_instance);
+  Link to_client(mode, shared->to_client, d.to_client);
+  Link to_peer_client(mode, shared->to_peer_client, d.to_peer_client);
+  Link to_peer_instance(mode, shared->to_peer_instance, d.to_peer_instance);
+  MeshEnd instance_end(variant.carrier, d.mesh[0], shared->forward, shared->back, shared.payload());
+  MeshEnd peer_end(variant.carrier, d.mesh[1], shared->back, shared->forward, shared.payload());
   Participants participants;
   participants.start([&] {  // the client's instance
     std::vector<std::byte> payload(size);
     for (std::uint32_t round = 1; round <= rounds; ++round) {
       to_instance.await(round, patience);
-      send_payload(d.mesh[0], payload);
-      receive_payload(d.mesh[0], payload, mode, patience);
+      instance_end.send(payload, round);
+      instance_end.receive(payload, round, mode, patience);
       to_client.signal(round);
     }
   });
   participants.start([&] {  // the peer instance
     std::vector<std::byte> payload(size);
     for (std::uint32_t round = 1; round <= rounds; ++round) {
-      receive_payload(d.mesh[1], payload, mode, patience);
+      peer_end.receive(payload, round, mode, patience);
       to_peer_client.signal(round);
       to_peer_instance.await(round, patience);
-      send_payload(d.mesh[1], payload);
+      peer_end.send(payload, round);
     }
   });
   participants.start([&] {  // the peer client: answers at once
@@ -333,9 +382,8 @@ std::vector<double> relay(Handoff mode, std::size_t size, std::uint64_t iteratio
 int run_relay_floor(std::uint64_t size, std::uint64_t iterations, std::ostream& out,
                     std::ostream& err) {
   try {
-    for (const auto& [mode, name] :
-         {std::pair{Handoff::kSpin, "spinning"}, std::pair{Handoff::kBlock, "blocking"}}) {
-      std::vector<double> one_way = relay(mode, size, iterations);
+    for (const Variant& variant : kVariants) {
+      std::vector<double> one_way = relay(variant, size, iterations);
       for (double& t : one_way) {
         t /= 2;  // a round trip is two ways alike (perftest's latency tests report so too)
       }
@@ -343,7 +391,7 @@ int run_relay_floor(std::uint64_t size, std::uint64_t iterations, std::ostream& 
       out << fmt::format(
           " relay floor, {}, {} B, four processes : one way median {:.2f} usec, p99 {:.2f} usec, "
           "min {:.2f} usec ({} samples)\n",
-          name, size, r.typical, r.p99, r.min, r.iterations);
+          variant.name, size, r.typical, r.p99, r.min, r.iterations);
     }
     return 0;
   } catch (const std::exception& e) {

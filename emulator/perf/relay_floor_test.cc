@@ -21,7 +21,9 @@ bool alive(pid_t pid) {
   return kill(pid, 0) == 0;
 }
 
-TEST_CASE("relay_floor relays every round spinning and blocking and prints each one-way time") {
+TEST_CASE(
+    "relay_floor relays every round spinning (over the socket and through shared memory) and "
+    "blocking, and prints each one-way time") {
   TestDir dir("relay-floor");
   const auto output = dir.path() / "out.txt";
   const pid_t pid = spawn_ernicctl({"perf", "relay_floor", "-s", "4096", "-n", "300"}, output);
@@ -29,7 +31,7 @@ TEST_CASE("relay_floor relays every round spinning and blocking and prints each 
   const std::string text = read_all(output);
   INFO(text);
   const std::regex line(
-      R"( relay floor, (spinning|blocking), 4096 B, four processes : one way median ([0-9.]+) )"
+      R"( relay floor, (spinning|spinning over shared memory|blocking), 4096 B, four processes : one way median ([0-9.]+) )"
       R"(usec, p99 ([0-9.]+) usec, min ([0-9.]+) usec \(([0-9]+) samples\))");
   std::set<std::string> modes;
   for (auto it = std::sregex_iterator(text.begin(), text.end(), line); it != std::sregex_iterator();
@@ -42,7 +44,7 @@ TEST_CASE("relay_floor relays every round spinning and blocking and prints each 
     CHECK(median <= p99);
     CHECK(m[5] == "300");  // the warm-up rounds are not samples
   }
-  CHECK(modes == std::set<std::string>{"spinning", "blocking"});
+  CHECK(modes == std::set<std::string>{"spinning", "spinning over shared memory", "blocking"});
 }
 
 TEST_CASE("relay_floor with a participant killed fails naming it and leaves none running") {
