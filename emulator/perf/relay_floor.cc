@@ -138,11 +138,16 @@ class Link {
 };
 
 // One instance's end of the instances' leg: the payload over the socket pair, or copied through
-// one shared buffer (the two directions take turns) with a flag per direction.
+// one shared buffer (the two directions take turns) with a flag per direction, always spun on.
 class MeshEnd {
  public:
-  MeshEnd(Carrier carrier, int fd, Flag& outgoing, Flag& incoming, std::byte* shared)
-      : carrier_(carrier), fd_(fd), outgoing_(outgoing), incoming_(incoming), shared_(shared) {}
+  MeshEnd(const Variant& variant, int fd, Flag& outgoing, Flag& incoming, std::byte* shared)
+      : carrier_(variant.carrier),
+        handoff_(variant.handoff),
+        fd_(fd),
+        outgoing_(outgoing),
+        incoming_(incoming),
+        shared_(shared) {}
 
   void send(const std::vector<std::byte>& payload, std::uint32_t round) {
     if (carrier_ == Carrier::kSharedMemory) {
@@ -160,8 +165,7 @@ class MeshEnd {
     }
   }
 
-  void receive(std::vector<std::byte>& payload, std::uint32_t round, Handoff mode,
-               Patience& patience) {
+  void receive(std::vector<std::byte>& payload, std::uint32_t round, Patience& patience) {
     if (carrier_ == Carrier::kSharedMemory) {
       while (incoming_.value.load(std::memory_order_acquire) != round) {
         patience.give_way();
@@ -170,7 +174,7 @@ class MeshEnd {
       return;
     }
     std::size_t done = 0;
-    const int flags = mode == Handoff::kSpin ? MSG_DONTWAIT : 0;
+    const int flags = handoff_ == Handoff::kSpin ? MSG_DONTWAIT : 0;
     while (done < payload.size()) {
       const ssize_t n = recv(fd_, payload.data() + done, payload.size() - done, flags);
       if (n > 0) {
@@ -185,6 +189,7 @@ class MeshEnd {
 
  private:
   Carrier carrier_;
+  Handoff handoff_;
   int fd_;
   Flag& outgoing_;
   Flag& incoming_;
@@ -334,22 +339,22 @@ std::vector<double> relay(const Variant& variant, std::size_t size, std::uint64_
   Link to_client(mode, shared->to_client, d.to_client);
   Link to_peer_client(mode, shared->to_peer_client, d.to_peer_client);
   Link to_peer_instance(mode, shared->to_peer_instance, d.to_peer_instance);
-  MeshEnd instance_end(variant.carrier, d.mesh[0], shared->forward, shared->back, shared.payload());
-  MeshEnd peer_end(variant.carrier, d.mesh[1], shared->back, shared->forward, shared.payload());
+  MeshEnd instance_end(variant, d.mesh[0], shared->forward, shared->back, shared.payload());
+  MeshEnd peer_end(variant, d.mesh[1], shared->back, shared->forward, shared.payload());
   Participants participants;
   participants.start([&] {  // the client's instance
     std::vector<std::byte> payload(size);
     for (std::uint32_t round = 1; round <= rounds; ++round) {
       to_instance.await(round, patience);
       instance_end.send(payload, round);
-      instance_end.receive(payload, round, mode, patience);
+      instance_end.receive(payload, round, patience);
       to_client.signal(round);
     }
   });
   participants.start([&] {  // the peer instance
     std::vector<std::byte> payload(size);
     for (std::uint32_t round = 1; round <= rounds; ++round) {
-      peer_end.receive(payload, round, mode, patience);
+      peer_end.receive(payload, round, patience);
       to_peer_client.signal(round);
       to_peer_instance.await(round, patience);
       peer_end.send(payload, round);
