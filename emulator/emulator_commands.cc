@@ -32,6 +32,7 @@ struct EmulatorFlags {
   unsigned mesh_lanes = 3;
   bool mesh_tcp_only = false;
   bool mesh_payloads_inline = false;
+  bool mesh_socket_streams = false;
   bool mesh_copy_thread = false;
   std::string protocol_version;
   unsigned heartbeat_timeout_ms = 0;
@@ -132,6 +133,7 @@ int run(const EmulatorFlags& f) {
   config.mesh_lanes = f.mesh_lanes;
   config.mesh_tcp_only = f.mesh_tcp_only;
   config.mesh_payloads_inline = f.mesh_payloads_inline;
+  config.mesh_socket_streams = f.mesh_socket_streams;
   config.mesh_copy_thread = f.mesh_copy_thread;
   config.heartbeat_timeout = std::chrono::milliseconds(f.heartbeat_timeout_ms);
   config.stats_interval = std::chrono::milliseconds(std::max(10u, f.stats_interval_ms));
@@ -187,6 +189,9 @@ void register_commands(CLI::App& app, CommandContext& context) {
   cmd->add_flag("--mesh-payloads-inline", flags->mesh_payloads_inline,
                 "peers on this machine get payloads through the socket (default: they copy them "
                 "from the sender's shared client memory)");
+  cmd->add_flag("--mesh-socket-streams", flags->mesh_socket_streams,
+                "peers on this machine read each other's frames from the unix socket (default: "
+                "from a ring in shared memory once connected, without system calls while busy)");
   cmd->add_flag("--mesh-copy-thread", flags->mesh_copy_thread,
                 "a thread at idle priority copies payloads by reference longer than a turn, so "
                 "bulk copies yield the CPU to latency traffic (default: the event loop copies "

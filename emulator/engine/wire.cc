@@ -41,7 +41,7 @@ std::uint64_t get64(const std::byte* p) {
 }
 
 bool known_op(std::uint8_t op) {
-  return (op >= 1 && op <= 6) || (op >= 0x40 && op <= static_cast<std::uint8_t>(FrameOp::kCopied));
+  return (op >= 1 && op <= 6) || (op >= 0x40 && op <= static_cast<std::uint8_t>(FrameOp::kRing));
 }
 
 }  // namespace

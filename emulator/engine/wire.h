@@ -34,6 +34,10 @@ enum class FrameOp : std::uint8_t {
   // Body: payload bytes by reference this node has placed since its last kCopied, u64. To a
   // peer whose handshake says it waits for them (mesh_shared_memory.cc, "copy window").
   kCopied = 0x4a,
+  // Local connections only (mesh_rings.cc): the last frame of the sender's stream on the
+  // socket; the rest is in the ring that comes with it (SCM_RIGHTS: its memfd, the eventfd the
+  // reader waits on, the one the writer waits on). Body: the ring's capacity, u64.
+  kRing = 0x4b,
 };
 
 enum FrameFlags : std::uint8_t {

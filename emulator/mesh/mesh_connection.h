@@ -18,9 +18,11 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "engine/wire.h"
 #include "mesh/auth.h"
+#include "mesh/byte_ring.h"
 #include "mesh/frame_reader.h"
 #include "mesh/mesh_fabric.h"
 
@@ -47,6 +49,36 @@ inline std::string errno_text() {
   return std::strerror(errno);
 }
 
+// Descriptors that go with a frame (SCM_RIGHTS), closed here once sent or dropped.
+struct PassedFds {
+  std::vector<int> fds;
+  explicit PassedFds(std::vector<int> f) : fds(std::move(f)) {}
+  ~PassedFds() {
+    for (int fd : fds) {
+      close(fd);
+    }
+  }
+  PassedFds(const PassedFds&) = delete;
+  PassedFds& operator=(const PassedFds&) = delete;
+};
+
+// One direction of a local connection in a ByteRing (mesh_rings.cc): the eventfd this side
+// waits on in its event loop, and the one it rings for the peer.
+struct RingEnd {
+  std::unique_ptr<ByteRing> ring;
+  int wait_fd = -1;
+  int wake_fd = -1;
+  bool peer_closed = false;  // reading: the socket said end of stream
+  RingEnd(std::unique_ptr<ByteRing> r, int wait, int wake)
+      : ring(std::move(r)), wait_fd(wait), wake_fd(wake) {}
+  ~RingEnd() {
+    close(wait_fd);
+    close(wake_fd);
+  }
+  RingEnd(const RingEnd&) = delete;
+  RingEnd& operator=(const RingEnd&) = delete;
+};
+
 }  // namespace mesh_detail
 
 struct MeshFabric::OutFrame {
@@ -64,8 +96,10 @@ struct MeshFabric::OutFrame {
   // reference, `source` and `referenced` the payload itself.
   const std::byte* source = nullptr;
   std::uint32_t referenced = 0;
-  std::shared_ptr<const int> passed_fd;  // kShareMemory: the memfd that goes with it
+  // kShareMemory: the memfd that goes with it; kRing: the ring's memfd and eventfds.
+  std::shared_ptr<const mesh_detail::PassedFds> passed_fds;
   bool fd_sent = false;
+  bool switches_to_ring = false;    // kRing: the last bytes on the socket, the ring's after it
   std::uint64_t shared_region = 0;  // kShareMemory: the region it shares
   std::size_t size() const { return kFrameHeaderSize + length; }
   // What it counts for in the wire window: the bytes it moves, on the wire or by reference.
@@ -139,6 +173,15 @@ struct MeshFabric::Connection final : FrameReader::Sink {
   bool local;                             // a unix socket to a peer in this network namespace
   bool peer_takes_references = false;     // its handshake said so (mesh_handshake.cc)
   bool peer_acknowledges_copies = false;  // it sends kCopied: the copy window applies
+  bool peer_takes_rings = false;          // it reads a ring we offer (kRing)
+  // The stream in shared memory (mesh_rings.cc). Writing: offered once established; bytes go
+  // into it once kRing is all on the socket. Reading: from the peer's kRing on.
+  bool ring_offered = false;
+  std::unique_ptr<mesh_detail::RingEnd> ring_out;
+  bool writing_to_ring = false;
+  bool waiting_for_room = false;  // the ring was full: its room eventfd resumes the writing
+  std::unique_ptr<mesh_detail::RingEnd> ring_in;
+  std::uint64_t descriptors_received = 0;  // markers read from the socket since the ring
   // The copy window (mesh_shared_memory.cc): bytes sent by reference the peer has not said it
   // placed, the QPs whose next frame waits for room in it, and (receiving) bytes placed by
   // reference not acknowledged yet.

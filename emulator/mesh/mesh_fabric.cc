@@ -43,8 +43,12 @@ void MeshFabric::start(std::function<void()> on_ready,
   on_ready_ = std::move(on_ready);
   on_fatal_ = std::move(on_fatal);
   listen();
-  resume_poller_ = loop_.add_poller({[this] { return continue_reading_without_input(); },
-                                     [this] { return !reading_without_input(); }});
+  resume_poller_ =
+      loop_.add_poller({[this] {
+                          const bool resumed = continue_reading_without_input();
+                          return poll_rings() || resumed;  // both, every time
+                        },
+                        [this] { return !reading_without_input() && rings_may_sleep(); }});
   if (config_.payloads_by_reference && config_.copies_elsewhere) {
     copy_engine_ = std::make_unique<CopyEngine>(
         loop_, [this](CopyEngine::Token token, bool rescued) { copy_done(token, rescued); });
@@ -91,8 +95,10 @@ void MeshFabric::on_readable(Connection& c) {
       errno = EAGAIN;
       return -1;
     }
-    ++stats_.read_calls;
-    const ssize_t n = c.local ? receive(c, iov, count) : readv(c.fd, iov, count);
+    stats_.read_calls += c.ring_in ? 0 : 1;
+    const ssize_t n = c.ring_in ? read_ring(c, iov, count)
+                      : c.local ? receive(c, iov, count)
+                                : readv(c.fd, iov, count);
     std::size_t asked = 0;
     for (int i = 0; i < count; ++i) {
       asked += iov[i].iov_len;
@@ -161,6 +167,7 @@ void MeshFabric::close_connection(Connection& c, const std::string& reason, bool
     end_copy_elsewhere(c, false);  // before the peer's regions it reads from are unmapped
   }
   c.phase = Connection::Phase::kClosed;
+  close_rings(c);
   loop_.remove_fd(c.fd);
   close(c.fd);
   NodeId peer = c.peer;
@@ -385,6 +392,7 @@ void MeshFabric::account_written(Connection& c, std::size_t written) {
         stats_.max_referenced_in_flight =
             std::max(stats_.max_referenced_in_flight, c.referenced_in_flight);
       }
+      c.writing_to_ring |= f.switches_to_ring;
       c.wire_bytes -= f.weight();
       c.wire.pop_front();
     } else {
@@ -398,6 +406,9 @@ void MeshFabric::write_some(Connection& c) {
     return;
   }
   const bool data_allowed = c.phase == Connection::Phase::kEstablished;
+  if (data_allowed && !c.ring_offered) {
+    offer_ring(c);
+  }
   std::size_t turn = 0;
   const auto end_turn = [&] {
     stats_.max_write_turn_bytes = std::max<std::uint64_t>(stats_.max_write_turn_bytes, turn);
@@ -420,7 +431,7 @@ void MeshFabric::write_some(Connection& c) {
       if (count + 2 > kMaxIov || room == 0) {
         break;
       }
-      if (f.passed_fd && !f.fd_sent) {
+      if (f.passed_fds && !f.fd_sent) {
         if (count > 0) {
           break;  // a descriptor rides on the first byte of a write of its own
         }
@@ -434,15 +445,22 @@ void MeshFabric::write_some(Connection& c) {
         // Straight from registered memory: the only copy is the kernel's.
         add(f.payload + done, f.length - done);
       }
+      if (f.switches_to_ring) {
+        break;  // what follows it goes into the ring
+      }
     }
-    const ssize_t n = transmit(c, iov, count, passing ? passing->passed_fd.get() : nullptr);
+    const ssize_t n = transmit(c, iov, count, passing ? &passing->passed_fds->fds : nullptr);
     if (n > 0 && passing != nullptr) {
       passing->fd_sent = true;
     }
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         end_turn();
-        arm_epollout(c);
+        if (c.writing_to_ring) {
+          c.waiting_for_room = true;  // the reader rings the room eventfd
+        } else {
+          arm_epollout(c);
+        }
         return;
       }
       if (errno == EINTR) {
@@ -504,7 +522,7 @@ void MeshFabric::flush() {
   std::vector<Connection*> pending;
   for (auto& [fd, c] : connections_) {
     // A connection waiting for EPOLLOUT (a full socket, or the rest of a turn) goes on then.
-    if (c->want_write && !c->epollout_armed) {
+    if (c->want_write && !c->epollout_armed && !c->waiting_for_room) {
       pending.push_back(c.get());
     }
   }

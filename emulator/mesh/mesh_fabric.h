@@ -55,6 +55,9 @@ struct MeshConfig {
   // shares is sent as a reference the peer copies from (mesh_shared_memory.cc), if the peer
   // takes references; off, this node neither sends nor takes them.
   bool payloads_by_reference = true;
+  // Over a local socket, the stream goes through a ring in shared memory once the handshake is
+  // done (mesh_rings.cc), if the peer reads rings: no system call per frame while both spin.
+  bool local_rings = true;
   // Payloads by reference longer than a turn are copied by a CopyEngine (a thread at idle
   // priority) while the event loop goes on; off (the default: twice the bulk bandwidth on two
   // cores), the loop copies them over several turns.
@@ -95,7 +98,11 @@ struct MeshStats {
   // The most payload bytes one connection had sent by reference and not seen acknowledged
   // (kCopied): what a frame of another QP could wait behind in the peer's copies.
   std::uint64_t max_referenced_in_flight = 0;
-  std::uint64_t read_calls = 0;  // system calls that read a connection (two per small frame)
+  std::uint64_t read_calls = 0;    // system calls that read a connection (two per small frame)
+  std::uint64_t ring_streams = 0;  // connections this node reads from a ring (local_rings)
+  // Writes into a ring whose reader had said it blocks: each cost an eventfd write and its
+  // reader a wake-up, where the rest cost no system call.
+  std::uint64_t ring_wakeups = 0;
 };
 
 inline constexpr std::uint32_t kSmallFrameBytes = 64u << 10;
@@ -175,7 +182,22 @@ class MeshFabric final : public Fabric {
   bool copy_window_allows(const Connection& c, const OutFrame& f) const;
   // `c`'s copy in the engine is done here, now (its memory is about to go, or its peer).
   void end_copy_elsewhere(Connection& c, bool finish);
-  ssize_t transmit(Connection& c, const iovec* iov, int count, const int* fd);
+  ssize_t transmit(Connection& c, const iovec* iov, int count, const std::vector<int>* fds);
+  static ssize_t send_with_descriptors(int fd, const iovec* iov, int count,
+                                       const std::vector<int>& fds);
+  // The stream of a local connection in shared memory (mesh_rings.cc).
+  // Queues kRing with a new ring for what `c` sends after it, if the peer reads rings.
+  void offer_ring(Connection& c);
+  bool on_ring_frame(Connection& c, ByteReader& r);
+  ssize_t write_ring(Connection& c, const iovec* iov, int count, const std::vector<int>* fds);
+  ssize_t read_ring(Connection& c, const iovec* iov, int count);
+  // Reads the socket under `c`'s ring: the descriptors' markers, and the end of the stream.
+  void receive_markers(Connection& c);
+  // Reads the rings that have bytes (an event loop poller); true if there were any.
+  bool poll_rings();
+  // Tells the rings' writers that this node is about to block; false if one has bytes.
+  bool rings_may_sleep();
+  void close_rings(Connection& c);
   // The connection leaves the handshake (authenticated or closed).
   void leave_handshake(Connection& c);
   // Why `c` may not be node c.claimed_peer, or empty when it may.

@@ -25,10 +25,13 @@ constexpr std::string_view kHandshakeMagic = "ERNIC-MESH";
 constexpr std::uint32_t kSegmentedFrames = 1;
 constexpr std::uint32_t kTakesReferences = 2;
 constexpr std::uint32_t kAcknowledgesCopies = 4;
+// Bit 3: reads what a local connection's peer sends after kRing from the ring that came with it.
+constexpr std::uint32_t kReadsRings = 8;
 
 std::uint32_t our_capabilities(const MeshConfig& config) {
   return kSegmentedFrames |
-         (config.payloads_by_reference ? kTakesReferences | kAcknowledgesCopies : 0);
+         (config.payloads_by_reference ? kTakesReferences | kAcknowledgesCopies : 0) |
+         (config.local_rings ? kReadsRings : 0);
 }
 // Bits 8-15 of the hello's capabilities: which lane of its node a connection is (0: the
 // primary). A node that does not know lanes sends 0 and dials none.
@@ -114,6 +117,9 @@ bool MeshFabric::on_control(Connection& c, const FrameHeader& h, std::span<const
       c.phase == Connection::Phase::kEstablished) {
     return on_shared_memory_frame(c, op, r);
   }
+  if (op == FrameOp::kRing && c.phase == Connection::Phase::kEstablished) {
+    return on_ring_frame(c, r);
+  }
   if (op == FrameOp::kHeartbeat && c.phase == Connection::Phase::kEstablished) {
     if (c.lane > 0 && c.dialer && !c.lane_confirmed) {
       c.lane_confirmed = true;  // the acceptor took the lane: frames may go on it now
@@ -148,6 +154,7 @@ bool MeshFabric::Connection::on_hello(ByteReader& r) {
   lane = (capabilities >> kLaneShift) & kLaneMask;
   peer_takes_references = (capabilities & kTakesReferences) != 0;
   peer_acknowledges_copies = (capabilities & kAcknowledgesCopies) != 0;
+  peer_takes_rings = (capabilities & kReadsRings) != 0;
   r.bytes(peer_nonce);
   if (r.failed() || magic != kHandshakeMagic) {
     mesh.reject(*this, "not an ERNIC mesh handshake");
@@ -229,6 +236,7 @@ bool MeshFabric::Connection::on_challenge(FrameOp op, ByteReader& r) {
   const std::uint32_t capabilities = r.u32();
   peer_takes_references = (capabilities & kTakesReferences) != 0;
   peer_acknowledges_copies = (capabilities & kAcknowledgesCopies) != 0;
+  peer_takes_rings = (capabilities & kReadsRings) != 0;
   r.bytes(peer_nonce);
   Proof proof{};
   r.bytes(proof);

@@ -1,16 +1,23 @@
 // Limits and the handshake against a real instance: silent and half-finished handshakes, data
-// before authentication, a duplicate node id, idle connections beyond the bound and beyond the
-// descriptor limit. The instance lives, refuses, logs, and still carries traffic afterwards.
+// before authentication, a duplicate node id, a broken ring, idle connections beyond the bound
+// and beyond the descriptor limit. The instance lives, refuses, logs, and still carries traffic
+// afterwards.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstddef>
+#include <cstring>
 #include <fstream>
 #include <optional>
 #include <thread>
@@ -18,6 +25,7 @@
 
 #include "engine/wire.h"
 #include "mesh/auth.h"
+#include "mesh/byte_ring.h"
 #include "mesh/mesh_fabric.h"
 #include "mesh/mesh_test_support.h"
 #include "supervisor.h"
@@ -123,6 +131,25 @@ FrameHeader control(FrameOp op) {
   return h;
 }
 
+// Goes through the handshake on `fd` as node `node`, with the right token.
+void authenticate(int fd, NodeId node) {
+  const Nonce mine = random_nonce();
+  send_frame(fd, control(FrameOp::kHello), hello(node, mine));
+  const auto challenge = read_frame(fd);
+  REQUIRE(challenge);
+  REQUIRE(challenge->header.op == FrameOp::kChallenge);
+  ByteReader r(challenge->body);
+  r.u16();
+  r.u16();
+  r.u32();
+  r.u32();
+  Nonce theirs{};
+  r.bytes(theirs);
+  REQUIRE_FALSE(r.failed());
+  const Proof proof = make_proof(kToken, "dialer", theirs, mine);
+  send_frame(fd, control(FrameOp::kAuthenticate), Bytes(proof.begin(), proof.end()));
+}
+
 // Polls the instance's log until it holds `text`.
 bool log_shows(const std::filesystem::path& log, const std::string& text) {
   const auto deadline = std::chrono::steady_clock::now() + 10s;
@@ -186,21 +213,7 @@ TEST_CASE("a node id stays bound to its connection: a second claim is refused") 
   const auto& manager = supervisor.instances()[0];
   // An authenticated peer (it knows the token) claims node 1, the worker's id.
   const int fd = dial(manager.mesh_port);
-  const Nonce mine = random_nonce();
-  send_frame(fd, control(FrameOp::kHello), hello(1, mine));
-  const auto challenge = read_frame(fd);
-  REQUIRE(challenge);
-  REQUIRE(challenge->header.op == FrameOp::kChallenge);
-  ByteReader r(challenge->body);
-  r.u16();
-  r.u16();
-  r.u32();
-  r.u32();
-  Nonce theirs{};
-  r.bytes(theirs);
-  REQUIRE_FALSE(r.failed());
-  const Proof proof = make_proof(kToken, "dialer", theirs, mine);
-  send_frame(fd, control(FrameOp::kAuthenticate), Bytes(proof.begin(), proof.end()));
+  authenticate(fd, 1);
   const auto answer = read_frame(fd);
   REQUIRE(answer);
   CHECK(answer->header.op == FrameOp::kReject);
@@ -208,6 +221,79 @@ TEST_CASE("a node id stays bound to its connection: a second claim is refused") 
   close(fd);
   CHECK(log_shows(manager.log, "node 1 is already connected from"));
   // The real node 1 kept its place.
+  CHECK(supervisor.check_mesh().empty());
+  carries_traffic(supervisor);
+}
+
+// The instance's local socket (mesh_sockets.cc): the abstract name its TCP address gives it.
+int dial_local(std::uint16_t port) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  timeval limit{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string name = "ernic-mesh/127.0.0.1:" + std::to_string(port);
+  name.copy(addr.sun_path + 1, name.size());
+  const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), length) == 0);
+  return fd;
+}
+
+// kRing with `fds` riding on its first byte.
+void send_ring(int fd, const std::vector<int>& fds) {
+  ByteWriter body;
+  body.u64(256u << 10);
+  FrameHeader h = control(FrameOp::kRing);
+  h.payload_length = static_cast<std::uint32_t>(body.bytes().size());
+  const auto header = encode_header(h);
+  Bytes frame(header.begin(), header.end());
+  frame += body.bytes();
+  iovec iov{frame.data(), frame.size()};
+  alignas(cmsghdr) char space[CMSG_SPACE(sizeof(int) * 3)] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  if (!fds.empty()) {
+    msg.msg_control = space;
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+  }
+  REQUIRE(sendmsg(fd, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(frame.size()));
+}
+
+// A local peer's stream moves into a ring only with the ring's files, its memfd sealed against
+// resizing (a file that shrank under the mapping would kill the instance with SIGBUS): anything
+// else closes that one connection, and the instance goes on.
+TEST_CASE("a ring without its files or in an unsealed file closes its connection, no more") {
+  TestDir dir("bad-ring");
+  Supervisor supervisor;
+  supervisor.start(mesh_config(dir.path(), 2, kToken));
+  const auto& manager = supervisor.instances()[0];
+  const int bare = dial_local(manager.mesh_port);
+  authenticate(bare, kUnassignedNode);  // as a worker about to register
+  send_ring(bare, {});
+  CHECK(closed_by_instance(bare, 2000ms));
+  CHECK(log_shows(manager.log, "a ring without its files"));
+
+  const auto sealed = ByteRing::create();
+  struct stat file {};
+  REQUIRE(fstat(sealed->fd(), &file) == 0);
+  const int unsealed = memfd_create("unsealed-ring", MFD_CLOEXEC);
+  REQUIRE(ftruncate(unsealed, file.st_size) == 0);
+  const int wake[2] = {eventfd(0, EFD_CLOEXEC), eventfd(0, EFD_CLOEXEC)};
+  const int shrinkable = dial_local(manager.mesh_port);
+  authenticate(shrinkable, kUnassignedNode);
+  send_ring(shrinkable, {unsealed, wake[0], wake[1]});
+  CHECK(closed_by_instance(shrinkable, 2000ms));
+  CHECK(log_shows(manager.log, "its ring's file is not sealed against resizing"));
+  for (int fd : {bare, shrinkable, unsealed, wake[0], wake[1]}) {
+    close(fd);
+  }
+  CHECK(supervisor.check_alive().empty());
   CHECK(supervisor.check_mesh().empty());
   carries_traffic(supervisor);
 }

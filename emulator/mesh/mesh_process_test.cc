@@ -55,33 +55,6 @@ bool mesh_complete(const Supervisor& supervisor, int peers, std::chrono::seconds
   return every_instance_counts(supervisor, "mesh_peers", peers, timeout);
 }
 
-// A worker of `manager` outside the supervisor, with options of its own; its files are
-// dir/NAME.sock, .log, .stats and .out.
-pid_t spawn_worker(const std::filesystem::path& dir, const InstanceInfo& manager,
-                   const std::string& name, const std::string& gid,
-                   const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> args = {"emulator",
-                                   "--backend",
-                                   "tcp:worker:127.0.0.1:" + std::to_string(manager.mesh_port),
-                                   "--socket",
-                                   (dir / (name + ".sock")).string(),
-                                   "--token-file",
-                                   (dir / "mesh.token").string(),
-                                   "--gids",
-                                   gid,
-                                   "--log-file",
-                                   (dir / (name + ".log")).string(),
-                                   "--stats-file",
-                                   (dir / (name + ".stats")).string()};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return spawn_ernicctl(args, dir / (name + ".out"));
-}
-
-std::uint64_t stat_of(const std::filesystem::path& stats, const std::string& key) {
-  const auto s = Supervisor::read_stats(stats);
-  return s.count(key) == 1 ? std::stoull(s.at(key)) : 0;
-}
-
 TEST_CASE("three instances carry verified traffic between every pair") {
   TestDir dir("mesh3");
   Supervisor supervisor;
@@ -252,6 +225,12 @@ TEST_CASE("peers on this machine talk over local sockets, others over TCP") {
   REQUIRE(observe([&] { return lanes_are("w1", "6", "3") && lanes_are("w2", "6", "3"); },
                   std::chrono::seconds(15)));
   CHECK(Supervisor::read_stats(manager.stats).at("mesh_local_lanes") == "0");
+  // The streams between the workers (their primary connection and its 3 lanes, all local) go
+  // through rings (mesh_rings.cc): the memfds below are passed beside a ring, and the copy
+  // thread's copies come from frames read out of one. The manager's connections are TCP.
+  CHECK(observe([&] { return stat_of(dir.path() / "w1.stats", "mesh_ring_streams") == 4; },
+                std::chrono::seconds(5)));
+  CHECK(stat_of(manager.stats, "mesh_ring_streams") == 0);
   // The copy thread's instances step back to the batch policy and the kernel's slice when no
   // latency request has passed for a while (none has yet); the others keep the kernel's.
   const auto scheduling_of = [&](const std::filesystem::path& stats) {
@@ -494,38 +473,6 @@ TEST_CASE("payloads by reference ahead of the peer's copies stay within the copy
   const std::uint64_t in_flight = stat_of(w.stats, "mesh_max_referenced_in_flight");
   CHECK(in_flight >= (1u << 20));
   CHECK(in_flight <= (3u << 20));  // the 2 MiB window and the segment that filled it
-}
-
-// A read that comes back short found the socket empty: the turn ends there instead of a third
-// read that would only say EAGAIN (a system call costs a microsecond in a VM, a good part of a
-// small frame's trip). A small frame then costs its receiver two reads: the header, then the
-// payload with room for the next header.
-TEST_CASE("a small frame costs its receiver two reads, not a third that finds nothing") {
-  TestDir dir("mesh-reads");
-  Supervisor supervisor;
-  supervisor.start(mesh_config_with(dir.path(), 2, {"--stats-interval-ms", "20"}));
-  ShmClient manager(supervisor.instances()[0].socket.string());
-  ShmClient worker(supervisor.instances()[1].socket.string());
-  EndpointPair pair(manager, worker);
-  const auto& stats = supervisor.instances()[1].stats;
-  // The worker's count once its stats file was written after `since`.
-  const auto reads_after = [&](std::filesystem::file_time_type since) {
-    REQUIRE(observe([&] { return std::filesystem::last_write_time(stats) > since; },
-                    std::chrono::seconds(5)));
-    return stat_of(stats, "mesh_read_calls");
-  };
-  pair.a.client.post_send(pair.a.qpn, pair.a.wr(SendOpcode::kRdmaWrite, 0, 0, 8, pair.b, 0));
-  REQUIRE(pair.a.next().ok());
-  const std::uint64_t before = reads_after(std::filesystem::file_time_type::clock::now());
-  constexpr std::uint64_t kWrites = 200;  // one at a time: each its own frame, read on its own
-  for (std::uint64_t i = 1; i <= kWrites; ++i) {
-    pair.a.client.post_send(pair.a.qpn, pair.a.wr(SendOpcode::kRdmaWrite, i, 0, 8, pair.b, 0));
-    REQUIRE(pair.a.next().ok());
-  }
-  const std::uint64_t reads = reads_after(std::filesystem::file_time_type::clock::now()) - before;
-  CHECK(reads >= kWrites);
-  CHECK(reads <= 2 * kWrites + 20);  // the slack: heartbeats; three a frame were 600
-  CHECK(supervisor.check_alive().empty());
 }
 
 }  // namespace

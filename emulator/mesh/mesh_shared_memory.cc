@@ -27,8 +27,9 @@
 namespace ernic::emu {
 namespace {
 
-constexpr std::size_t kMaxPassedFds = 8;  // per read; each kShareMemory frame brings one
-constexpr std::size_t kFlagsByte = 3;     // where the flags lie in an encoded header
+// Per read or write: a kShareMemory frame brings one, kRing three.
+constexpr std::size_t kMaxPassedFds = 8;
+constexpr std::size_t kFlagsByte = 3;  // where the flags lie in an encoded header
 using mesh_detail::Bytes;
 
 }  // namespace
@@ -53,10 +54,8 @@ void MeshFabric::send_by_reference(Connection& c, OutFrame& f) {
     // Control frames are ordered onto the wire before data queued at the same time: the peer
     // has the mapping before the first reference to it.
     send_control(c, static_cast<std::uint8_t>(FrameOp::kShareMemory), share.bytes());
-    c.control_queue.back().passed_fd = std::shared_ptr<const int>(new int(copy), [](const int* p) {
-      close(*p);
-      delete p;
-    });
+    c.control_queue.back().passed_fds =
+        std::make_shared<const mesh_detail::PassedFds>(std::vector<int>{copy});
     c.control_queue.back().shared_region = region->id;
     c.shared_out.insert(region->id);
     shared_regions_[region->id] = {region->base, region->size};
@@ -300,22 +299,31 @@ ssize_t MeshFabric::receive(Connection& c, const iovec* iov, int count) {
   return n;
 }
 
-ssize_t MeshFabric::transmit(Connection& c, const iovec* iov, int count, const int* fd) {
-  if (fd == nullptr) {
+ssize_t MeshFabric::transmit(Connection& c, const iovec* iov, int count,
+                             const std::vector<int>* fds) {
+  if (c.writing_to_ring) {
+    return write_ring(c, iov, count, fds);
+  }
+  if (fds == nullptr) {
     return writev(c.fd, iov, count);
   }
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  return send_with_descriptors(c.fd, iov, count, *fds);
+}
+
+ssize_t MeshFabric::send_with_descriptors(int fd, const iovec* iov, int count,
+                                          const std::vector<int>& fds) {
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxPassedFds)] = {};
   msghdr msg{};
   msg.msg_iov = const_cast<iovec*>(iov);
   msg.msg_iovlen = static_cast<std::size_t>(count);
   msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
   cmsghdr* h = CMSG_FIRSTHDR(&msg);
   h->cmsg_level = SOL_SOCKET;
   h->cmsg_type = SCM_RIGHTS;
-  h->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(h), fd, sizeof(int));
-  return sendmsg(c.fd, &msg, MSG_NOSIGNAL);
+  h->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+  std::memcpy(CMSG_DATA(h), fds.data(), sizeof(int) * fds.size());
+  return sendmsg(fd, &msg, MSG_NOSIGNAL);
 }
 
 }  // namespace ernic::emu

@@ -244,6 +244,9 @@ void MeshFabric::on_events(Connection& c, std::uint32_t events) {
     write_some(c);
   }
   if (c.phase != Connection::Phase::kClosed && (events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
+    if (c.ring_in) {
+      receive_markers(c);  // the stream is in the ring: the socket has descriptors, or its end
+    }
     on_readable(c);
   }
 }

@@ -148,6 +148,33 @@ inline void exchange_between(const std::string& first, const std::string& second
 }
 
 // `ernicctl perf` between the two instances with --verify; true when both sides pass.
+// A worker of `manager` outside the supervisor, with options of its own; its files are
+// dir/NAME.sock, .log, .stats and .out.
+inline pid_t spawn_worker(const std::filesystem::path& dir, const InstanceInfo& manager,
+                          const std::string& name, const std::string& gid,
+                          const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {"emulator",
+                                   "--backend",
+                                   "tcp:worker:127.0.0.1:" + std::to_string(manager.mesh_port),
+                                   "--socket",
+                                   (dir / (name + ".sock")).string(),
+                                   "--token-file",
+                                   (dir / "mesh.token").string(),
+                                   "--gids",
+                                   gid,
+                                   "--log-file",
+                                   (dir / (name + ".log")).string(),
+                                   "--stats-file",
+                                   (dir / (name + ".stats")).string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return spawn_ernicctl(args, dir / (name + ".out"));
+}
+
+inline std::uint64_t stat_of(const std::filesystem::path& stats, const std::string& key) {
+  const auto s = Supervisor::read_stats(stats);
+  return s.count(key) == 1 ? std::stoull(s.at(key)) : 0;
+}
+
 inline bool perf_passes(const Supervisor& s, const std::filesystem::path& dir, int port_offset) {
   const std::string port = port_for_test(port_offset);
   const pid_t server =

@@ -135,6 +135,8 @@ std::string write_stats(const std::string& path, const Counters& c) {
     text += fmt::format("mesh_wire_bytes_sent : {}\n", c.mesh->wire_bytes_sent);
     text += fmt::format("mesh_lanes : {}\n", c.mesh->lanes);
     text += fmt::format("mesh_local_lanes : {}\n", c.mesh->local_lanes);
+    text += fmt::format("mesh_ring_streams : {}\n", c.mesh->ring_streams);
+    text += fmt::format("mesh_ring_wakeups : {}\n", c.mesh->ring_wakeups);
     text += fmt::format("mesh_bytes_by_reference : {}\n", c.mesh->bytes_by_reference);
     text += fmt::format("mesh_peer_regions : {}\n", c.mesh->peer_regions);
     text += fmt::format("mesh_copies_elsewhere : {}\n", c.mesh->copies_elsewhere);
@@ -213,6 +215,7 @@ MeshConfig mesh_config(const InstanceConfig& config) {
   mc.extra_lanes = config.mesh_lanes;
   mc.local_sockets = !config.mesh_tcp_only;
   mc.payloads_by_reference = !config.mesh_payloads_inline;
+  mc.local_rings = !config.mesh_socket_streams;
   mc.copies_elsewhere = config.mesh_copy_thread;
   if (config.heartbeat_timeout.count() > 0) {
     mc.heartbeat_timeout = config.heartbeat_timeout;

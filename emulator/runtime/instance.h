@@ -41,6 +41,7 @@ struct InstanceConfig {
   std::uint32_t mesh_lanes = 3;       // MeshConfig::extra_lanes
   bool mesh_tcp_only = false;         // not MeshConfig::local_sockets
   bool mesh_payloads_inline = false;  // not MeshConfig::payloads_by_reference
+  bool mesh_socket_streams = false;   // not MeshConfig::local_rings
   bool mesh_copy_thread = false;      // MeshConfig::copies_elsewhere
   // 0: the mesh's defaults (3 s, 5 s); tests shorten them.
   std::chrono::milliseconds heartbeat_timeout{0};
