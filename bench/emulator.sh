@@ -11,6 +11,8 @@
 #   idle instance CPU over 10 s                    <= 2 % of a core
 #   send_lat 4 KiB p99 beside write_bw 1 MiB / alone <= 3 (issue 12 item 7); beside two busy
 #   loops without traffic as the scheduler's share of it
+#   send_bw and send_lat 4 KiB with the mesh's stream in its ring / over its local socket
+#   (--mesh-socket-streams), on two pairs of instances taking turns (no target)
 # Usage: bench/emulator.sh [path/to/ernicctl]   (an optimized build, RelWithDebInfo or Release;
 # sanitizers distort everything). EMULATOR_ARGS is added to both instances' command lines
 # (EMULATOR_ARGS=--mesh-tcp-only measures the mesh over TCP instead of local sockets). Exit status 0 even when a target is missed: the machine is
@@ -41,29 +43,35 @@ wait_ready() {  # LOG
 }
 
 read -r -a EMULATOR_EXTRA <<<"${EMULATOR_ARGS:-}"
-"$ERNICCTL" emulator --backend tcp:manager:listen:0 --socket m.sock --token bench \
-  --gids 10.0.0.1 --log-file m.log --stats-file m.stats "${EMULATOR_EXTRA[@]}" & PIDS+=($!)
-MANAGER=$!
-wait_ready m.log
-PORT=$(grep -o "listening on 127.0.0.1:[0-9]*" m.log | cut -d: -f2)
-"$ERNICCTL" emulator --backend "tcp:worker:127.0.0.1:$PORT" --socket w.sock --token bench \
-  --gids 10.0.0.2 --log-file w.log --stats-file w.stats "${EMULATOR_EXTRA[@]}" & PIDS+=($!)
-WORKER=$!
-wait_ready w.log
+start_pair() {  # PREFIX ARGS...: a manager at PREFIXm.sock and its worker at PREFIXw.sock
+  local p=$1 port; shift
+  "$ERNICCTL" emulator --backend tcp:manager:listen:0 --socket "${p}m.sock" --token bench \
+    --gids 10.0.0.1 --log-file "${p}m.log" --stats-file "${p}m.stats" "$@" & PIDS+=($!)
+  PAIR_MANAGER=$!
+  wait_ready "${p}m.log"
+  port=$(grep -o "listening on 127.0.0.1:[0-9]*" "${p}m.log" | cut -d: -f2)
+  "$ERNICCTL" emulator --backend "tcp:worker:127.0.0.1:$port" --socket "${p}w.sock" --token bench \
+    --gids 10.0.0.2 --log-file "${p}w.log" --stats-file "${p}w.stats" "$@" & PIDS+=($!)
+  PAIR_WORKER=$!
+  wait_ready "${p}w.log"
+}
+start_pair "" "${EMULATOR_EXTRA[@]}"
+MANAGER=$PAIR_MANAGER WORKER=$PAIR_WORKER
 
 OOB=$((20000 + RANDOM % 20000))
 # Runs one test (server on the manager, client on the worker) and prints one line from both
 # sides' JSON: bandwidth "GB/s client% worker% server% manager%", latency "typical_usec p99_usec".
-# PERF_PORT and PERF_TAG let a second test run beside the first (latency under bulk load).
+# PERF_PORT and PERF_TAG let a second test run beside the first (latency under bulk load);
+# PERF_PAIR runs it on another pair of instances (start_pair's prefix).
 perf() {  # TEST ARGS...
   local test=$1; shift
   local port=${PERF_PORT:-$OOB} tag=${PERF_TAG:-}
   rm -f "client$tag.json" "server$tag.json"
-  timeout 120 "$ERNICCTL" perf "$test" --socket m.sock -p "$port" --json "server$tag.json" "$@" \
+  timeout 120 "$ERNICCTL" perf "$test" --socket "${PERF_PAIR:-}m.sock" -p "$port" --json "server$tag.json" "$@" \
     > "server$tag.txt" 2>&1 &
   local server=$!
   local out
-  out=$(timeout 120 "$ERNICCTL" perf "$test" --socket w.sock -p "$port" --json "client$tag.json" \
+  out=$(timeout 120 "$ERNICCTL" perf "$test" --socket "${PERF_PAIR:-}w.sock" -p "$port" --json "client$tag.json" \
     "$@" 127.0.0.1 2>&1) || { echo "ernicctl perf $test $* failed:" >&2; echo "$out" >&2; exit 1; }
   wait "$server" || { echo "ernicctl perf $test (server) failed:" >&2; cat "server$tag.txt" >&2; exit 1; }
   TAG=$tag python3 - <<'EOF'
@@ -179,6 +187,20 @@ TCP_RTT=$("$ERNICCTL" perf tcp_pingpong -s 4096 -n 5000 | sed -E 's/.*round trip
 read -r RELAY_SPIN RELAY_SHM RELAY_BLOCK < <("$ERNICCTL" perf relay_floor -s 4096 -n 5000 |
   sed -E -n 's/.*one way median ([0-9.]+) usec.*/\1/p' | paste -sd' ')
 
+# The mesh's stream between the instances through its ring (mesh_rings.cc) against the same
+# stream over the local socket (--mesh-socket-streams): a second pair of instances, the two
+# pairs taking turns, five runs each, medians.
+start_pair s "${EMULATOR_EXTRA[@]}" --mesh-socket-streams
+RING_BW="" SOCKET_BW="" RING_LAT="" SOCKET_LAT=""
+for _ in 1 2 3 4 5; do
+  RING_BW+="$(perf send_bw -s 4096 -n 5000 | cut -d' ' -f1) "
+  SOCKET_BW+="$(PERF_PAIR=s perf send_bw -s 4096 -n 5000 | cut -d' ' -f1) "
+  RING_LAT+="$(perf send_lat -s 4096 -n 2000 | cut -d' ' -f1) "
+  SOCKET_LAT+="$(PERF_PAIR=s perf send_lat -s 4096 -n 2000 | cut -d' ' -f1) "
+done
+kill "$PAIR_MANAGER" "$PAIR_WORKER"; wait "$PAIR_MANAGER" "$PAIR_WORKER" 2>/dev/null || true
+for v in RING_BW SOCKET_BW RING_LAT SOCKET_LAT; do printf -v "$v" '%s' "$(median5 "${!v}")"; done
+
 # Idle CPU of both instances: nothing runs against them now.
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 W0=$(ticks "$WORKER"); M0=$(ticks "$MANAGER"); sleep 10; W1=$(ticks "$WORKER"); M1=$(ticks "$MANAGER")
@@ -190,6 +212,7 @@ echo "iperf3, one TCP stream over loopback: $IPERF_GB GB/s (CPU % of a core: cli
 echo "TCP busy-poll ping-pong, 4 KiB, round trip: $TCP_RTT usec"
 echo "relay floor, 4 KiB one way through four processes and no emulator: spinning $RELAY_SPIN usec (shared memory between the instances: $RELAY_SHM usec), blocking $RELAY_BLOCK usec"
 echo "idle instances over 10 s: worker $IDLE_W %, manager $IDLE_M % of a core"
+echo "the mesh's ring against its socket (median of 5): send_bw 4 KiB $RING_BW against $SOCKET_BW GB/s, send_lat 4 KiB typical $RING_LAT against $SOCKET_LAT usec"
 echo "send_lat 4 KiB p99 (median of 3): alone $LAT_SOLO_P99 usec, beside write_bw 1 MiB ($BULK_GB GB/s) $LAT_LOADED_P99 usec, beside 2 busy loops (no traffic) $LAT_HOGS_P99 usec"
 echo
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
@@ -200,9 +223,10 @@ for verb in send write read; do
   echo "ratio ${verb} BW(8MiB) / BW(1MiB)$(printf '%*s' $((6 - ${#verb})) '')     = $R  (target >= 0.9: $(pass "$R" 0.9 '>='))"
 done
 R=$(ratio "${LAT[send,4096]}" "$TCP_RTT"); echo "ratio send_lat(4KiB) / TCP RTT         = $R  (target <= 1.0: $(pass "$R" 1.0 '<='))"
-R=$(ratio "$RELAY_SPIN" "$TCP_RTT"); echo "ratio relay floor (spinning) / TCP RTT = $R  (the least send_lat / TCP RTT can be with a socket between the instances)"
+R=$(ratio "$RELAY_SPIN" "$TCP_RTT"); echo "ratio relay floor (spinning) / TCP RTT = $R  (the least with a socket between the instances: --mesh-socket-streams)"
 R=$(ratio "$RELAY_SHM" "$TCP_RTT"); echo "ratio relay floor (shm) / TCP RTT      = $R  (the least for any design of four processes: above 1.0, the target above is out of reach here)"
-R=$(ratio "${LAT[send,4096]}" "$RELAY_SPIN"); echo "ratio send_lat(4KiB) / relay floor     = $R  (what the emulator adds to its processes' hand-offs)"
+R=$(ratio "${LAT[send,4096]}" "$RELAY_SHM"); echo "ratio send_lat(4KiB) / relay floor shm = $R  (what the emulator adds to its processes' hand-offs)"
+R=$(ratio "$RING_BW" "$SOCKET_BW"); echo "ratio send_bw(4KiB) ring / socket      = $R  (the mesh's ring against its local socket; no target)"
 R=$(ratio "${LAT[write,4096]}" "${LAT[send,4096]}"); echo "ratio write_lat(4KiB) / send_lat(4KiB) = $R  (target <= 1.2: $(pass "$R" 1.2 '<='))"
 R=$(ratio "$LAT_LOADED_P99" "$LAT_SOLO_P99"); echo "ratio send_lat p99 loaded / alone      = $R  (target <= 3: $(pass "$R" 3 '<='))"
 R=$(ratio "$LAT_LOADED_P99" "$LAT_HOGS_P99"); echo "ratio send_lat p99 loaded / busy loops = $R  (the emulator's share of the loaded p99; no target)"
