@@ -13,16 +13,15 @@ namespace {
 constexpr std::size_t kMaxFds = 8;
 }
 
-bool send_message(int socket, std::span<const std::byte> data, std::span<const int> fds) {
-  iovec iov{const_cast<std::byte*>(data.data()), data.size()};
+ssize_t send_with_fds(int socket, const iovec* iov, int count, std::span<const int> fds) {
   msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
+  msg.msg_iov = const_cast<iovec*>(iov);
+  msg.msg_iovlen = static_cast<std::size_t>(count);
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)] = {};
   if (!fds.empty()) {
     if (fds.size() > kMaxFds) {
       errno = EINVAL;
-      return false;
+      return -1;
     }
     msg.msg_control = control;
     msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
@@ -32,8 +31,13 @@ bool send_message(int socket, std::span<const std::byte> data, std::span<const i
     cmsg->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
     std::memcpy(CMSG_DATA(cmsg), fds.data(), sizeof(int) * fds.size());
   }
+  return sendmsg(socket, &msg, MSG_NOSIGNAL);
+}
+
+bool send_message(int socket, std::span<const std::byte> data, std::span<const int> fds) {
+  iovec iov{const_cast<std::byte*>(data.data()), data.size()};
   while (true) {
-    const ssize_t n = sendmsg(socket, &msg, MSG_NOSIGNAL);
+    const ssize_t n = send_with_fds(socket, &iov, 1, fds);
     if (n >= 0) {
       return static_cast<std::size_t>(n) == data.size();
     }

@@ -23,6 +23,27 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
 // maps only a ring whose size is sealed.
 constexpr int kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 
+// Walks up to `left` bytes of `iov` along the ring from stream position `at`, in pieces that
+// do not cross the ring's end: move(offset in the ring, bytes of the iovec, length). Returns
+// the position after them.
+template <typename Move>
+std::uint64_t walk(std::uint64_t at, const iovec* iov, int count, std::size_t left, Move move) {
+  for (int i = 0; i < count && left > 0; ++i) {
+    auto* bytes = static_cast<std::byte*>(iov[i].iov_base);
+    std::size_t n = std::min(iov[i].iov_len, left);
+    left -= n;
+    while (n > 0) {
+      const std::size_t offset = at % ByteRing::kCapacity;
+      const std::size_t piece = std::min(n, ByteRing::kCapacity - offset);
+      move(offset, bytes, piece);
+      bytes += piece;
+      at += piece;
+      n -= piece;
+    }
+  }
+  return at;
+}
+
 }  // namespace
 
 struct ByteRing::Area {
@@ -86,22 +107,11 @@ std::size_t ByteRing::room() const {
 }
 
 std::size_t ByteRing::write(const iovec* iov, int count) {
-  std::uint64_t tail = area_->tail.value.load(std::memory_order_relaxed);
-  std::size_t left = room();
-  const std::uint64_t start = tail;
-  for (int i = 0; i < count && left > 0; ++i) {
-    const auto* from = static_cast<const std::byte*>(iov[i].iov_base);
-    std::size_t n = std::min(iov[i].iov_len, left);
-    left -= n;
-    while (n > 0) {
-      const std::size_t at = tail % kCapacity;
-      const std::size_t piece = std::min(n, kCapacity - at);
-      std::memcpy(area_->data + at, from, piece);
-      from += piece;
-      tail += piece;
-      n -= piece;
-    }
-  }
+  const std::uint64_t start = area_->tail.value.load(std::memory_order_relaxed);
+  const std::uint64_t tail =
+      walk(start, iov, count, room(), [this](std::size_t offset, std::byte* from, std::size_t n) {
+        std::memcpy(area_->data + offset, from, n);
+      });
   area_->tail.value.store(tail, std::memory_order_release);
   return static_cast<std::size_t>(tail - start);
 }
@@ -137,22 +147,12 @@ std::int64_t ByteRing::readable() const {
 
 std::size_t ByteRing::read(const iovec* iov, int count) {
   const std::int64_t available = readable();
-  std::size_t left = available < 0 ? 0 : static_cast<std::size_t>(available);
-  std::uint64_t head = area_->head.value.load(std::memory_order_relaxed);
-  const std::uint64_t start = head;
-  for (int i = 0; i < count && left > 0; ++i) {
-    auto* to = static_cast<std::byte*>(iov[i].iov_base);
-    std::size_t n = std::min(iov[i].iov_len, left);
-    left -= n;
-    while (n > 0) {
-      const std::size_t at = head % kCapacity;
-      const std::size_t piece = std::min(n, kCapacity - at);
-      std::memcpy(to, area_->data + at, piece);
-      to += piece;
-      head += piece;
-      n -= piece;
-    }
-  }
+  const std::uint64_t start = area_->head.value.load(std::memory_order_relaxed);
+  const std::uint64_t head =
+      walk(start, iov, count, available < 0 ? 0 : static_cast<std::size_t>(available),
+           [this](std::size_t offset, std::byte* to, std::size_t n) {
+             std::memcpy(to, area_->data + offset, n);
+           });
   area_->head.value.store(head, std::memory_order_release);
   return static_cast<std::size_t>(head - start);
 }

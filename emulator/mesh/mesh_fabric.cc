@@ -442,7 +442,7 @@ void MeshFabric::write_some(Connection& c) {
       }
       if (f.length > 0 && room > 0) {
         const std::size_t done = f.written > kFrameHeaderSize ? f.written - kFrameHeaderSize : 0;
-        // Straight from registered memory: the only copy is the kernel's.
+        // Straight from registered memory: the only copy is the kernel's (or the ring's).
         add(f.payload + done, f.length - done);
       }
       if (f.switches_to_ring) {

@@ -183,8 +183,6 @@ class MeshFabric final : public Fabric {
   // `c`'s copy in the engine is done here, now (its memory is about to go, or its peer).
   void end_copy_elsewhere(Connection& c, bool finish);
   ssize_t transmit(Connection& c, const iovec* iov, int count, const std::vector<int>* fds);
-  static ssize_t send_with_descriptors(int fd, const iovec* iov, int count,
-                                       const std::vector<int>& fds);
   // The stream of a local connection in shared memory (mesh_rings.cc).
   // Queues kRing with a new ring for what `c` sends after it, if the peer reads rings.
   void offer_ring(Connection& c);

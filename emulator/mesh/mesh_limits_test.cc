@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "engine/wire.h"
+#include "frontend/fd_passing.h"
 #include "mesh/auth.h"
 #include "mesh/byte_ring.h"
 #include "mesh/mesh_fabric.h"
@@ -248,21 +249,7 @@ void send_ring(int fd, const std::vector<int>& fds) {
   const auto header = encode_header(h);
   Bytes frame(header.begin(), header.end());
   frame += body.bytes();
-  iovec iov{frame.data(), frame.size()};
-  alignas(cmsghdr) char space[CMSG_SPACE(sizeof(int) * 3)] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  if (!fds.empty()) {
-    msg.msg_control = space;
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
-  }
-  REQUIRE(sendmsg(fd, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(frame.size()));
+  REQUIRE(send_message(fd, frame, fds));
 }
 
 // A local peer's stream moves into a ring only with the ring's files, its memfd sealed against

@@ -315,20 +315,8 @@ TEST_CASE("a peer that takes no payloads by reference gets them on the wire") {
   Supervisor supervisor;
   supervisor.start(mesh_config(dir.path(), 1));
   const auto& manager = supervisor.instances()[0];
-  const pid_t worker =
-      spawn_worker(dir.path(), manager, "w", "10.9.0.2", {"--mesh-payloads-inline"});
+  const pid_t worker = worker_after_exchange(dir.path(), manager, {"--mesh-payloads-inline"}, 41);
   const auto stats = dir.path() / "w.stats";
-  REQUIRE(
-      observe([&] { return stat_of(stats, "mesh_local_lanes") == 3; }, std::chrono::seconds(15)));
-  // SEND and WRITE from the manager's client, the READ response from the worker's.
-  exchange_between(manager.socket.string(), (dir.path() / "w.sock").string(), 41);
-  const auto exchanged = std::filesystem::file_time_type::clock::now();
-  REQUIRE(observe(
-      [&] {
-        return std::filesystem::last_write_time(manager.stats) > exchanged &&
-               std::filesystem::last_write_time(stats) > exchanged;
-      },
-      std::chrono::seconds(5)));
   CHECK(stat_of(manager.stats, "mesh_bytes_by_reference") == 0);
   CHECK(stat_of(stats, "mesh_bytes_by_reference") == 0);
   CHECK(stat_of(manager.stats, "mesh_wire_bytes_sent") > 600000);

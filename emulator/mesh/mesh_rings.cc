@@ -25,6 +25,7 @@
 #include <cerrno>
 #include <vector>
 
+#include "frontend/fd_passing.h"
 #include "mesh/mesh_connection.h"
 
 namespace ernic::emu {
@@ -147,7 +148,7 @@ ssize_t MeshFabric::write_ring(Connection& c, const iovec* iov, int count,
     }
     const char marker = 'D';
     iovec one{const_cast<char*>(&marker), 1};
-    if (send_with_descriptors(c.fd, &one, 1, *fds) != 1) {
+    if (send_with_fds(c.fd, &one, 1, *fds) != 1) {
       // The socket holds nothing else: full of markers, the reader is gone or broken.
       return -1;
     }

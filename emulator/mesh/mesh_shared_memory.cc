@@ -22,14 +22,14 @@
 #include <string>
 #include <vector>
 
+#include "frontend/fd_passing.h"
 #include "mesh/mesh_connection.h"
 
 namespace ernic::emu {
 namespace {
 
-// Per read or write: a kShareMemory frame brings one, kRing three.
-constexpr std::size_t kMaxPassedFds = 8;
-constexpr std::size_t kFlagsByte = 3;  // where the flags lie in an encoded header
+constexpr std::size_t kMaxPassedFds = 8;  // per read: a kShareMemory frame brings one, kRing three
+constexpr std::size_t kFlagsByte = 3;     // where the flags lie in an encoded header
 using mesh_detail::Bytes;
 
 }  // namespace
@@ -307,23 +307,7 @@ ssize_t MeshFabric::transmit(Connection& c, const iovec* iov, int count,
   if (fds == nullptr) {
     return writev(c.fd, iov, count);
   }
-  return send_with_descriptors(c.fd, iov, count, *fds);
-}
-
-ssize_t MeshFabric::send_with_descriptors(int fd, const iovec* iov, int count,
-                                          const std::vector<int>& fds) {
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxPassedFds)] = {};
-  msghdr msg{};
-  msg.msg_iov = const_cast<iovec*>(iov);
-  msg.msg_iovlen = static_cast<std::size_t>(count);
-  msg.msg_control = control;
-  msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-  cmsghdr* h = CMSG_FIRSTHDR(&msg);
-  h->cmsg_level = SOL_SOCKET;
-  h->cmsg_type = SCM_RIGHTS;
-  h->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-  std::memcpy(CMSG_DATA(h), fds.data(), sizeof(int) * fds.size());
-  return sendmsg(fd, &msg, MSG_NOSIGNAL);
+  return send_with_fds(c.fd, iov, count, *fds);
 }
 
 }  // namespace ernic::emu

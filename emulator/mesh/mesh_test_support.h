@@ -175,6 +175,26 @@ inline std::uint64_t stat_of(const std::filesystem::path& stats, const std::stri
   return s.count(key) == 1 ? std::stoull(s.at(key)) : 0;
 }
 
+// A worker "w" of `manager` spawned with `extra`, once its 3 lanes to the manager are up (local)
+// and it exchanged verified traffic with the manager's clients (SEND and WRITE from the
+// manager's, the READ response from its own), both stats files rewritten since.
+inline pid_t worker_after_exchange(const std::filesystem::path& dir, const InstanceInfo& manager,
+                                   const std::vector<std::string>& extra, unsigned seed) {
+  const pid_t worker = spawn_worker(dir, manager, "w", "10.9.0.2", extra);
+  const auto stats = dir / "w.stats";
+  REQUIRE(
+      observe([&] { return stat_of(stats, "mesh_local_lanes") == 3; }, std::chrono::seconds(15)));
+  exchange_between(manager.socket.string(), (dir / "w.sock").string(), seed);
+  const auto exchanged = std::filesystem::file_time_type::clock::now();
+  REQUIRE(observe(
+      [&] {
+        return std::filesystem::last_write_time(manager.stats) > exchanged &&
+               std::filesystem::last_write_time(stats) > exchanged;
+      },
+      std::chrono::seconds(5)));
+  return worker;
+}
+
 inline bool perf_passes(const Supervisor& s, const std::filesystem::path& dir, int port_offset) {
   const std::string port = port_for_test(port_offset);
   const pid_t server =
