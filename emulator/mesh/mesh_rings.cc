@@ -1,8 +1,8 @@
 // The stream of a local connection in shared memory. On this project's VMs a system call costs
-// about a microsecond and a socket's send and receive about four per frame with the wake-ups,
-// so a latency message relayed client -> instance -> instance -> client paid most of its time
-// in the instances' socket calls (docs/emulator.md, "The floor with shared memory between the
-// instances"). Once a local connection is established, each side whose peer reads rings sends
+// about a microsecond, and over a socket every frame costs its sender a write and its receiver
+// a read or two: small messages' bandwidth was bound by them (send_bw 4 KiB goes 1.9-3.1 times
+// as fast through the ring; docs/emulator.md, "The mesh's ring"). Once a local connection is
+// established, each side whose peer reads rings sends
 // kRing as the last frame on the socket, with a ByteRing's memfd and two eventfds, and writes
 // the rest of its stream into the ring. Framing, lanes, the copy window and payloads by
 // reference are unchanged above it: they see the same byte stream.

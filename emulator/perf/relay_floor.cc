@@ -5,10 +5,10 @@
 // two CPUs. What a hand-off between processes costs depends on the machine (a wake-up, 7-12 us
 // on the paravirtualized guest of 2026-12-04, is most of a TCP round trip there), so this relays a
 // token along the same chain and prints the one-way time three times: every process spinning with
-// the payload over a local socket between the middle two, as the mesh carries it (the floor under
-// this emulator's design); every process spinning with the payload through shared memory (the
-// lowest any design of four processes reaches); and every process blocking, the payload over the
-// socket (what a design that never spins pays).
+// the payload over a local socket between the middle two, as the mesh carries it with
+// --mesh-socket-streams; every process spinning with the payload through shared memory, as the
+// mesh's rings carry it (the lowest any design of four processes reaches); and every process
+// blocking, the payload over the socket (what a design that never spins pays).
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
