@@ -122,6 +122,13 @@ class EmbeddedEmulator final : public EmulatorKind {
                             "receiving instance less busy beside a latency test)",
              .enum_values = {"by_reference", "inline"},
              .default_text = "by_reference"},
+            {.name = "streams",
+             .kind = ValueKind::kEnum,
+             .description = "How instances on one machine carry their frames once connected: "
+                            "ring (a ring in shared memory each way, no system call per frame: "
+                            "small messages' bandwidth doubles) or socket (their unix socket)",
+             .enum_values = {"ring", "socket"},
+             .default_text = "ring"},
             {.name = "copies",
              .kind = ValueKind::kEnum,
              .description = "Who copies large payloads by reference: loop (the instance's "
@@ -218,6 +225,9 @@ class EmbeddedEmulator final : public EmulatorKind {
     settings.ready_timeout = config.duration("ready_timeout", settings.ready_timeout);
     if (config.text("payloads", "by_reference") == "inline") {
       settings.extra_args.push_back("--mesh-payloads-inline");
+    }
+    if (config.text("streams", "ring") == "socket") {
+      settings.extra_args.push_back("--mesh-socket-streams");
     }
     if (config.text("copies", "loop") == "thread") {
       settings.extra_args.push_back("--mesh-copy-thread");

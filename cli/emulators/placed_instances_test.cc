@@ -193,8 +193,10 @@ TEST_CASE("placed instances: the dry run prints each remote instance's commands 
 
 // Not placement, but the same scenario serves: the embedded emulator's `payloads` key reaches
 // every instance's command line (local instances here, placed ones through the same settings).
-TEST_CASE("embedded emulator: payloads: inline and copies: thread reach every instance",
-          "[emulator]") {
+TEST_CASE(
+    "embedded emulator: payloads: inline, streams: socket and copies: thread reach every "
+    "instance",
+    "[emulator]") {
   const auto count = [](const std::string& text, const std::string& what) {
     int n = 0;
     for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
@@ -209,7 +211,11 @@ TEST_CASE("embedded emulator: payloads: inline and copies: thread reach every in
   CHECK(count(dry_run_of(scenario_with("2")), "--mesh-payloads-inline") == 0);
   CHECK_THAT(errors_of(scenario_with("2, payloads: copied")),
              Catch::Contains("payloads") && Catch::Contains("by_reference"));
-  // `copies: thread` the same way.
+  // `streams: socket` and `copies: thread` the same way.
+  CHECK(count(dry_run_of(scenario_with("2, streams: socket")), "--mesh-socket-streams") == 2);
+  CHECK(count(dry_run_of(scenario_with("2")), "--mesh-socket-streams") == 0);
+  CHECK_THAT(errors_of(scenario_with("2, streams: pipe")),
+             Catch::Contains("streams") && Catch::Contains("ring"));
   CHECK(count(dry_run_of(scenario_with("2, copies: thread")), "--mesh-copy-thread") == 2);
   CHECK(count(dry_run_of(scenario_with("2")), "--mesh-copy-thread") == 0);
   CHECK_THAT(errors_of(scenario_with("2, copies: thread_pool")),

@@ -173,7 +173,7 @@ struct MeshFabric::Connection final : FrameReader::Sink {
   bool local;                             // a unix socket to a peer in this network namespace
   bool peer_takes_references = false;     // its handshake said so (mesh_handshake.cc)
   bool peer_acknowledges_copies = false;  // it sends kCopied: the copy window applies
-  bool peer_takes_rings = false;          // it reads a ring we offer (kRing)
+  bool peer_reads_rings = false;          // it reads a ring we offer (kRing)
   // The stream in shared memory (mesh_rings.cc). Writing: offered once established; bytes go
   // into it once kRing is all on the socket. Reading: from the peer's kRing on.
   bool ring_offered = false;

@@ -154,7 +154,7 @@ bool MeshFabric::Connection::on_hello(ByteReader& r) {
   lane = (capabilities >> kLaneShift) & kLaneMask;
   peer_takes_references = (capabilities & kTakesReferences) != 0;
   peer_acknowledges_copies = (capabilities & kAcknowledgesCopies) != 0;
-  peer_takes_rings = (capabilities & kReadsRings) != 0;
+  peer_reads_rings = (capabilities & kReadsRings) != 0;
   r.bytes(peer_nonce);
   if (r.failed() || magic != kHandshakeMagic) {
     mesh.reject(*this, "not an ERNIC mesh handshake");
@@ -236,7 +236,7 @@ bool MeshFabric::Connection::on_challenge(FrameOp op, ByteReader& r) {
   const std::uint32_t capabilities = r.u32();
   peer_takes_references = (capabilities & kTakesReferences) != 0;
   peer_acknowledges_copies = (capabilities & kAcknowledgesCopies) != 0;
-  peer_takes_rings = (capabilities & kReadsRings) != 0;
+  peer_reads_rings = (capabilities & kReadsRings) != 0;
   r.bytes(peer_nonce);
   Proof proof{};
   r.bytes(proof);

@@ -52,7 +52,7 @@ int new_eventfd() {
 
 void MeshFabric::offer_ring(Connection& c) {
   c.ring_offered = true;
-  if (!c.local || !c.peer_takes_rings || !config_.local_rings) {
+  if (!c.local || !c.peer_reads_rings || !config_.local_rings) {
     return;
   }
   auto ring = ByteRing::create();
