@@ -13,12 +13,6 @@
 namespace ernic::emu {
 namespace {
 
-// Each on its own cache line: the writer's and the reader's stores do not evict each other's.
-struct alignas(64) Position {
-  std::atomic<std::uint64_t> value;
-};
-static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
-
 // A file that shrank under a mapping would kill the instance reading it (SIGBUS): the reader
 // maps only a ring whose size is sealed.
 constexpr int kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
@@ -47,6 +41,12 @@ std::uint64_t walk(std::uint64_t at, const iovec* iov, int count, std::size_t le
 }  // namespace
 
 struct ByteRing::Area {
+  // Each on its own cache line: the writer's and the reader's stores do not evict each other's.
+  struct alignas(64) Position {
+    std::atomic<std::uint64_t> value;
+  };
+  static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+
   Position tail;              // bytes ever written (the writer's)
   Position head;              // bytes ever read (the reader's)
   Position passed;            // descriptors passed over the socket (the writer's)
