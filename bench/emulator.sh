@@ -11,6 +11,9 @@
 #   idle instance CPU over 10 s                    <= 2 % of a core
 #   send_lat 4 KiB p99 beside write_bw 1 MiB / alone <= 3 (issue 12 item 7); beside two busy
 #   loops without traffic as the scheduler's share of it
+#   context switches a round trip of send_lat's four processes, and of the relay floor's
+#   (no target: on fewer CPUs than processes every hand-off may be one, docs/emulator.md
+#   "Where send_lat's trip goes")
 #   send_bw and send_lat 4 KiB with the mesh's stream in its ring / over its local socket
 #   (--mesh-socket-streams), on two pairs of instances taking turns (no target)
 # Usage: bench/emulator.sh [path/to/ernicctl]   (an optimized build, RelWithDebInfo or Release;
@@ -84,7 +87,12 @@ if "bw_average_bytes_per_second" in c:
           s["cpu"]["load_generator_percent"], s["cpu"]["instance_percent"],
           (c.get("completion_times_usec") or [float("nan")])[0] / 1e3))
 else:
-    print("%.2f %.2f" % (c["t_typical_usec"], c["p99_usec"]))
+    # Context switches of the four processes (both load generators, both instances) per
+    # iteration, a round trip: what a hand-off costs on a machine with fewer CPUs than them.
+    counts = [r["cpu"].get(k) for r in (c, s)
+              for k in ("load_generator_context_switches", "instance_context_switches")]
+    per_trip = sum(counts) / c["iterations"] if None not in counts and c["iterations"] else float("nan")
+    print("%.2f %.2f %.1f" % (c["t_typical_usec"], c["p99_usec"], per_trip))
 EOF
 }
 
@@ -125,14 +133,16 @@ for verb in send write read; do
   done
 done
 echo
-declare -A LAT LAT_RUNS
+declare -A LAT LAT_RUNS SWITCH_RUNS
 echo "Latency: typical (median) of each run, median of 5 runs; send and write one way, read round"
 echo "trip. The verbs take turns, run by run: on two cores a single run's figure falls into one of"
 echo "two modes by where the scheduler puts the four processes (docs/emulator.md, \"Copy turns and"
 echo "page faults\"), and a ratio of figures measured apart compared the modes, not the verbs."
 for _ in 1 2 3 4 5; do
   for verb in send write read; do
-    LAT_RUNS[$verb,4096]+="$(perf "${verb}_lat" -s 4096 -n 2000 | cut -d' ' -f1) "
+    read -r typical _ switches < <(perf "${verb}_lat" -s 4096 -n 2000)
+    LAT_RUNS[$verb,4096]+="$typical "
+    SWITCH_RUNS[$verb]+="$switches "
     LAT_RUNS[$verb,65536]+="$(perf "${verb}_lat" -s 65536 -n 1000 | cut -d' ' -f1) "
   done
 done
@@ -143,6 +153,8 @@ for verb in send write read; do
   printf '%-10s 4KiB typical %8s usec   64KiB typical %8s usec   (4 KiB runs: %s)\n' \
     "${verb}_lat" "${LAT[$verb,4096]}" "${LAT[$verb,65536]}" "${LAT_RUNS[$verb,4096]% }"
 done
+echo "context switches a round trip at 4 KiB, both load generators and both instances (median of 5):" \
+  "send $(median5 "${SWITCH_RUNS[send]}"), write $(median5 "${SWITCH_RUNS[write]}"), read $(median5 "${SWITCH_RUNS[read]}")"
 
 # Latency under bulk load (issue 12 item 7): send_lat 4 KiB alone, then beside a write_bw 1 MiB
 # tenant between the same two instances (so on the same mesh connection), three runs each;
@@ -184,8 +196,10 @@ TCP_RTT=$("$ERNICCTL" perf tcp_pingpong -s 4096 -n 5000 | sed -E 's/.*round trip
 # emulator in them: spinning with the payload over a local socket between the instances (this
 # emulator's design), spinning with it through shared memory (the lowest send_lat any design of
 # four processes reaches on this machine), and blocking.
-read -r RELAY_SPIN RELAY_SHM RELAY_BLOCK < <("$ERNICCTL" perf relay_floor -s 4096 -n 5000 |
-  sed -E -n 's/.*one way median ([0-9.]+) usec.*/\1/p' | paste -sd' ')
+RELAY=$("$ERNICCTL" perf relay_floor -s 4096 -n 5000)
+read -r RELAY_SPIN RELAY_SHM RELAY_BLOCK < <(sed -E -n 's/.*one way median ([0-9.]+) usec.*/\1/p' <<<"$RELAY" | paste -sd' ')
+read -r RELAY_SPIN_SWITCHES RELAY_SHM_SWITCHES RELAY_BLOCK_SWITCHES < <(
+  sed -E -n 's/.*, ([0-9.]+) context switches a round trip/\1/p' <<<"$RELAY" | paste -sd' ')
 
 # The mesh's stream between the instances through its ring (mesh_rings.cc) against the same
 # stream over the local socket (--mesh-socket-streams): a second pair of instances, the two
@@ -211,6 +225,7 @@ echo
 echo "iperf3, one TCP stream over loopback: $IPERF_GB GB/s (CPU % of a core: client $IPERF_CPU_C / server $IPERF_CPU_S)"
 echo "TCP busy-poll ping-pong, 4 KiB, round trip: $TCP_RTT usec"
 echo "relay floor, 4 KiB one way through four processes and no emulator: spinning $RELAY_SPIN usec (shared memory between the instances: $RELAY_SHM usec), blocking $RELAY_BLOCK usec"
+echo "  the relay floor's context switches a round trip: spinning $RELAY_SPIN_SWITCHES, through shared memory $RELAY_SHM_SWITCHES, blocking $RELAY_BLOCK_SWITCHES"
 echo "idle instances over 10 s: worker $IDLE_W %, manager $IDLE_M % of a core"
 echo "the mesh's ring against its socket (median of 5): send_bw 4 KiB $RING_BW against $SOCKET_BW GB/s, send_lat 4 KiB typical $RING_LAT against $SOCKET_LAT usec"
 echo "send_lat 4 KiB p99 (median of 3): alone $LAT_SOLO_P99 usec, beside write_bw 1 MiB ($BULK_GB GB/s) $LAT_LOADED_P99 usec, beside 2 busy loops (no traffic) $LAT_HOGS_P99 usec"

@@ -1,49 +1,73 @@
 #include "perf/cpu_usage.h"
-#include "common/file_text.h"
 
 #include <time.h>
 #include <unistd.h>
 
+#include <cstring>
+#include <filesystem>
 #include <fstream>
-#include <iterator>
-#include <sstream>
 #include <string>
+#include <system_error>
 
 #include <fmt/format.h>
 
 namespace ernic::emu::perf {
 namespace {
 
-double own_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
-}
-
 double percent(double cpu, double wall) {
   return wall > 0 && cpu >= 0 ? 100.0 * cpu / wall : 0.0;
+}
+
+std::optional<std::uint64_t> switches_since(std::optional<std::uint64_t> before,
+                                            std::optional<std::uint64_t> now) {
+  if (!before || !now || *now < *before) {
+    return std::nullopt;
+  }
+  return *now - *before;
+}
+
+// The two switch counters of one thread's status file; 0 for a thread that ended meanwhile.
+std::uint64_t thread_context_switches(const std::filesystem::path& status) {
+  std::ifstream in(status);
+  std::uint64_t total = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    for (const char* key : {"voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:"}) {
+      if (line.starts_with(key)) {
+        total += std::stoull(line.substr(std::strlen(key)));
+      }
+    }
+  }
+  return total;
 }
 
 }  // namespace
 
 double process_cpu_seconds(pid_t pid) {
-  const std::string text = read_file_text(fmt::format("/proc/{}/stat", pid));
-  // The command name (field 2) may contain spaces: count fields after its closing parenthesis.
-  const auto close = text.rfind(')');
-  if (close == std::string::npos) {
+  // The kernel's CPU-time clock of the process: nanoseconds and every thread, those that ended
+  // too. /proc/PID/stat counts clock ticks (10 ms here), longer than a short bandwidth point,
+  // whose instance then used 0 % or 100 %.
+  clockid_t clock{};
+  timespec t{};
+  if (clock_getcpuclockid(pid, &clock) != 0 || clock_gettime(clock, &t) != 0) {
     return -1;
   }
-  std::istringstream rest(text.substr(close + 2));
-  std::string field;
-  unsigned long utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && rest >> field; ++i) {
-    if (i == 14) {
-      utime = std::stoul(field);
-    } else if (i == 15) {
-      stime = std::stoul(field);
-    }
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+}
+
+std::optional<std::uint64_t> process_context_switches(pid_t pid) {
+  std::error_code error;
+  std::filesystem::directory_iterator tasks(fmt::format("/proc/{}/task", pid), error);
+  if (error) {
+    return std::nullopt;
   }
-  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  std::uint64_t total = 0;
+  bool any = false;
+  for (const auto& task : tasks) {
+    total += thread_context_switches(task.path() / "status");
+    any = true;
+  }
+  return any ? std::optional(total) : std::nullopt;
 }
 
 CpuMeter::CpuMeter(pid_t instance) : instance_(instance) {
@@ -52,18 +76,22 @@ CpuMeter::CpuMeter(pid_t instance) : instance_(instance) {
 
 void CpuMeter::restart() {
   wall_ = std::chrono::steady_clock::now();
-  self_ = own_cpu_seconds();
+  self_ = process_cpu_seconds(getpid());
   instance_cpu_ = process_cpu_seconds(instance_);
+  own_switches_ = process_context_switches(getpid());
+  instance_switches_ = process_context_switches(instance_);
 }
 
 CpuUse CpuMeter::stop() const {
   CpuUse use;
   use.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_).count();
-  use.load_generator_percent = percent(own_cpu_seconds() - self_, use.wall_seconds);
+  use.load_generator_percent = percent(process_cpu_seconds(getpid()) - self_, use.wall_seconds);
   const double instance = process_cpu_seconds(instance_);
   use.instance_percent =
       instance_cpu_ < 0 || instance < 0 ? 0.0 : percent(instance - instance_cpu_, use.wall_seconds);
+  use.load_generator_switches = switches_since(own_switches_, process_context_switches(getpid()));
+  use.instance_switches = switches_since(instance_switches_, process_context_switches(instance_));
   return use;
 }
 

@@ -3,12 +3,20 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
+#include <optional>
 
 namespace ernic::emu::perf {
 
-// CPU seconds (user + system) a process has used so far, from /proc/PID/stat (clock-tick
-// resolution, 10 ms here); a negative value when the process cannot be read.
+// CPU seconds (user + system, all threads) a process has used so far, to the nanosecond; a
+// negative value when the process is gone.
 double process_cpu_seconds(pid_t pid);
+
+// Context switches (voluntary and not) of all of a process's threads so far, from
+// /proc/PID/task/*/status; nothing when the process cannot be read. On a machine with fewer
+// CPUs than busy processes, each hand-off between them is a switch, and a switch can cost more
+// than the work around it (docs/emulator.md, "Where send_lat's trip goes").
+std::optional<std::uint64_t> process_context_switches(pid_t pid);
 
 // What a load generator and the instance it drives used while one measurement ran, in percent
 // of one core (100 = a core busy throughout).
@@ -16,6 +24,9 @@ struct CpuUse {
   double wall_seconds = 0;
   double load_generator_percent = 0;
   double instance_percent = 0;
+  // Context switches in the same time; nothing when a process could not be read.
+  std::optional<std::uint64_t> load_generator_switches;
+  std::optional<std::uint64_t> instance_switches;
 };
 
 // Measures CpuUse between its construction (or restart()) and stop().
@@ -30,6 +41,8 @@ class CpuMeter {
   std::chrono::steady_clock::time_point wall_;
   double self_ = 0;
   double instance_cpu_ = 0;
+  std::optional<std::uint64_t> own_switches_;
+  std::optional<std::uint64_t> instance_switches_;
 };
 
 }  // namespace ernic::emu::perf

@@ -16,6 +16,10 @@ const char* verb_name(Verb v) {
   return v == Verb::kSend ? "send" : v == Verb::kWrite ? "write" : "read";
 }
 
+nlohmann::json count_or_null(std::optional<std::uint64_t> count) {
+  return count ? nlohmann::json(*count) : nlohmann::json(nullptr);
+}
+
 }  // namespace
 
 std::string encode_result(const SizeResult& r, Mode mode) {
@@ -112,7 +116,9 @@ nlohmann::json json_of(const SizeResult& r, const PerfOptions& o) {
   }
   j["cpu"] = {{"wall_seconds", r.cpu.wall_seconds},
               {"load_generator_percent", r.cpu.load_generator_percent},
-              {"instance_percent", r.cpu.instance_percent}};
+              {"instance_percent", r.cpu.instance_percent},
+              {"load_generator_context_switches", count_or_null(r.cpu.load_generator_switches)},
+              {"instance_context_switches", count_or_null(r.cpu.instance_switches)}};
   return j;
 }
 

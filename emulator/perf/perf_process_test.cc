@@ -103,6 +103,8 @@ TEST_CASE("perf server and client print perftest's table and verify every byte")
     CHECK(doc["verify"] == true);
     CHECK(result["cpu"]["wall_seconds"].get<double>() > 0);
     CHECK(result["cpu"]["load_generator_percent"].get<double>() >= 0);
+    CHECK(result["cpu"]["load_generator_context_switches"].is_number_unsigned());
+    CHECK(result["cpu"]["instance_context_switches"].is_number_unsigned());
     if (result.contains("bw_peak_bytes_per_second")) {
       // 50 completions are fewer than two windows of the 128-deep send queue: no peak.
       CHECK(result["bw_peak_bytes_per_second"] == result["bw_average_bytes_per_second"]);

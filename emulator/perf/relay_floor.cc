@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -30,6 +31,7 @@
 
 #include <fmt/format.h>
 
+#include "perf/cpu_usage.h"
 #include "perf/load_generator.h"
 #include "perf/perftest_format.h"
 
@@ -268,6 +270,7 @@ class Participants {
       }
     }
   }
+  const std::vector<pid_t>& running() const { return running_; }
   void stop() {
     for (pid_t pid : running_) {
       kill(pid, SIGKILL);
@@ -321,8 +324,24 @@ class SharedArea {
   SharedFlags* flags_ = nullptr;
 };
 
-// One run of `iterations` round trips; returns each round trip's time in microseconds.
-std::vector<double> relay(const Variant& variant, std::size_t size, std::uint64_t iterations) {
+// The context switches of the measuring client and its three participants so far; nothing
+// when one could not be read.
+std::optional<std::uint64_t> relay_context_switches(const Participants& participants) {
+  std::optional<std::uint64_t> total = process_context_switches(getpid());
+  for (pid_t pid : participants.running()) {
+    const auto count = process_context_switches(pid);
+    total = total && count ? std::optional(*total + *count) : std::nullopt;
+  }
+  return total;
+}
+
+struct RelayRun {
+  std::vector<double> round_trips;  // microseconds
+  std::optional<double> switches_per_round_trip;
+};
+
+// One run of `iterations` measured round trips.
+RelayRun relay(const Variant& variant, std::size_t size, std::uint64_t iterations) {
   const Handoff mode = variant.handoff;
   const SharedArea shared(variant.carrier == Carrier::kSharedMemory ? size : 0);
   Descriptors d;
@@ -333,7 +352,10 @@ std::vector<double> relay(const Variant& variant, std::size_t size, std::uint64_
       socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, d.mesh) != 0) {
     throw std::runtime_error(std::string("cannot create the relay: ") + std::strerror(errno));
   }
-  const auto rounds = static_cast<std::uint32_t>(iterations + kWarmUp);
+  // One round after the measured ones keeps every participant alive while their context
+  // switches are read at the end of the last measured round.
+  const auto last_measured = static_cast<std::uint32_t>(kWarmUp + iterations);
+  const std::uint32_t rounds = last_measured + 1;
   Patience patience(Clock::now() + kRunLimit);
   Link to_instance(mode, shared->to_instance, d.to_instance);
   Link to_client(mode, shared->to_client, d.to_client);
@@ -368,18 +390,28 @@ std::vector<double> relay(const Variant& variant, std::size_t size, std::uint64_
   });
   patience.watch([&] { participants.check(); });
   const InterruptedByChildren interrupted;
-  std::vector<double> round_trips;
+  RelayRun run;
+  std::optional<std::uint64_t> switches_before;
   for (std::uint32_t round = 1; round <= rounds; ++round) {
     const auto start = Clock::now();
     to_instance.signal(round);
     to_client.await(round, patience);
-    if (round > kWarmUp) {
-      round_trips.push_back(
+    if (round > kWarmUp && round <= last_measured) {
+      run.round_trips.push_back(
           std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+    }
+    if (round == kWarmUp) {
+      switches_before = relay_context_switches(participants);
+    } else if (round == last_measured) {
+      const auto switches_after = relay_context_switches(participants);
+      if (switches_before && switches_after) {
+        run.switches_per_round_trip = static_cast<double>(*switches_after - *switches_before) /
+                                      static_cast<double>(iterations);
+      }
     }
   }
   participants.finish();  // on a throw, its destructor kills those still running
-  return round_trips;
+  return run;
 }
 
 }  // namespace
@@ -388,15 +420,20 @@ int run_relay_floor(std::uint64_t size, std::uint64_t iterations, std::ostream& 
                     std::ostream& err) {
   try {
     for (const Variant& variant : kVariants) {
-      std::vector<double> one_way = relay(variant, size, iterations);
+      RelayRun run = relay(variant, size, iterations);
+      std::vector<double> one_way = std::move(run.round_trips);
       for (double& t : one_way) {
         t /= 2;  // a round trip is two ways alike (perftest's latency tests report so too)
       }
       const LatResult r = summarize_latency(size, std::move(one_way));
+      const std::string switches =
+          run.switches_per_round_trip
+              ? fmt::format("{:.1f} context switches a round trip", *run.switches_per_round_trip)
+              : std::string("context switches not readable");
       out << fmt::format(
           " relay floor, {}, {} B, four processes : one way median {:.2f} usec, p99 {:.2f} usec, "
-          "min {:.2f} usec ({} samples)\n",
-          variant.name, size, r.typical, r.p99, r.min, r.iterations);
+          "min {:.2f} usec ({} samples), {}\n",
+          variant.name, size, r.typical, r.p99, r.min, r.iterations, switches);
     }
     return 0;
   } catch (const std::exception& e) {

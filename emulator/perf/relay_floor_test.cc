@@ -32,7 +32,8 @@ TEST_CASE(
   INFO(text);
   const std::regex line(
       R"( relay floor, (spinning|spinning over shared memory|blocking), 4096 B, four processes : one way median ([0-9.]+) )"
-      R"(usec, p99 ([0-9.]+) usec, min ([0-9.]+) usec \(([0-9]+) samples\))");
+      R"(usec, p99 ([0-9.]+) usec, min ([0-9.]+) usec \(([0-9]+) samples\), )"
+      R"(([0-9.]+) context switches a round trip)");
   std::set<std::string> modes;
   for (auto it = std::sregex_iterator(text.begin(), text.end(), line); it != std::sregex_iterator();
        ++it) {
@@ -43,6 +44,14 @@ TEST_CASE(
     CHECK(min <= median);
     CHECK(median <= p99);
     CHECK(m[5] == "300");  // the warm-up rounds are not samples
+    if (m[1] == "blocking") {
+      // Each of the four blocks at least once a round trip (the peer client waits for every
+      // message); with the count per round trip wrong by a factor of the iterations, it is not
+      // within this.
+      const double switches = std::stod(m[6]);
+      CHECK(switches >= 4);
+      CHECK(switches <= 40);
+    }
   }
   CHECK(modes == std::set<std::string>{"spinning", "spinning over shared memory", "blocking"});
 }
