@@ -5,7 +5,9 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <functional>
 #include <future>
+#include <stdexcept>
 #include <thread>
 
 #include "perf/cpu_usage.h"
@@ -28,38 +30,72 @@ void burn(std::chrono::microseconds cpu) {
   }
 }
 
-TEST_CASE("process_cpu_seconds sees another process's burst shorter than a clock tick") {
-  int go[2];
-  int done[2];
-  REQUIRE(pipe(go) == 0);
-  REQUIRE(pipe(done) == 0);
-  const pid_t child = fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    char byte = 0;
-    if (read(go[0], &byte, 1) != 1) {
-      _exit(1);
+// A child process that does `work` when told to and then stays alive until it is reaped, so
+// that what the work cost can still be read from the kernel.
+class ChildAtWork {
+ public:
+  explicit ChildAtWork(const std::function<void()>& work) {
+    if (pipe(go_) != 0 || pipe(done_) != 0) {
+      throw std::runtime_error("pipe");
     }
-    burn(std::chrono::milliseconds(3));
-    [[maybe_unused]] auto written = write(done[1], &byte, 1);
-    [[maybe_unused]] auto read_back = read(go[0], &byte, 1);  // alive until measured
-    _exit(0);
+    pid_ = fork();
+    if (pid_ < 0) {
+      throw std::runtime_error("fork");
+    }
+    if (pid_ == 0) {
+      char byte = 0;
+      if (read(go_[0], &byte, 1) != 1) {
+        _exit(1);
+      }
+      work();
+      [[maybe_unused]] auto written = write(done_[1], &byte, 1);
+      [[maybe_unused]] auto released = read(go_[0], &byte, 1);
+      _exit(0);
+    }
   }
-  const double before = process_cpu_seconds(child);
-  char byte = 0;
-  REQUIRE(write(go[1], &byte, 1) == 1);
-  REQUIRE(read(done[0], &byte, 1) == 1);
-  const double used = process_cpu_seconds(child) - before;
-  REQUIRE(write(go[1], &byte, 1) == 1);
-  REQUIRE(waitpid(child, nullptr, 0) == child);
-  for (int fd : {go[0], go[1], done[0], done[1]}) {
-    close(fd);
+  ChildAtWork(const ChildAtWork&) = delete;
+  ChildAtWork& operator=(const ChildAtWork&) = delete;
+  ~ChildAtWork() {
+    reap();
+    for (int fd : {go_[0], go_[1], done_[0], done_[1]}) {
+      close(fd);
+    }
   }
+
+  pid_t pid() const { return pid_; }
+  // Lets the work start and returns once it is done.
+  bool work() {
+    char byte = 0;
+    return write(go_[1], &byte, 1) == 1 && read(done_[0], &byte, 1) == 1;
+  }
+  void reap() {
+    if (pid_ > 0) {
+      char byte = 0;
+      [[maybe_unused]] auto released = write(go_[1], &byte, 1);
+      waitpid(pid_, nullptr, 0);
+      pid_ = -pid_;  // remembered, for asking about a process that is gone
+    }
+  }
+
+ private:
+  int go_[2] = {-1, -1};
+  int done_[2] = {-1, -1};
+  pid_t pid_ = -1;
+};
+
+TEST_CASE("process_cpu_seconds sees another process's burst shorter than a clock tick") {
+  ChildAtWork child([] { burn(std::chrono::milliseconds(3)); });
+  const double before = process_cpu_seconds(child.pid());
+  REQUIRE(child.work());
+  const double used = process_cpu_seconds(child.pid()) - before;
+  const pid_t pid = child.pid();
+  child.reap();
   REQUIRE(before >= 0);
   // Counted in clock ticks (10 ms) it would be 0 or 0.01.
   CHECK(used >= 0.003);
   CHECK(used < 0.009);
-  CHECK(process_cpu_seconds(child) < 0);  // reaped: gone
+  CHECK(process_cpu_seconds(pid) < 0);  // reaped: gone
+  CHECK_FALSE(process_context_switches(pid).has_value());
 }
 
 TEST_CASE("process_context_switches counts the switches of every thread, not the first one's") {
@@ -80,46 +116,14 @@ TEST_CASE("process_context_switches counts the switches of every thread, not the
   CHECK(*during >= *before + kSleeps);
 }
 
-TEST_CASE("process_context_switches has no count for a process that is gone") {
-  const pid_t child = fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    _exit(0);
-  }
-  REQUIRE(waitpid(child, nullptr, 0) == child);
-  CHECK_FALSE(process_context_switches(child).has_value());
-}
-
 TEST_CASE("CpuMeter counts the switches its instance made while it measured") {
-  int done[2];
-  int release[2];
-  REQUIRE(pipe(done) == 0);
-  REQUIRE(pipe(release) == 0);
-  const pid_t child = fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    char byte = 0;
-    if (read(release[0], &byte, 1) != 1) {  // the meter starts first
-      _exit(1);
-    }
-    sleep_briefly(kSleeps);
-    [[maybe_unused]] auto written = write(done[1], &byte, 1);
-    [[maybe_unused]] auto read_back = read(release[0], &byte, 1);  // alive until measured
-    _exit(0);
-  }
-  CpuMeter meter(child);
-  char byte = 0;
-  REQUIRE(write(release[1], &byte, 1) == 1);
-  REQUIRE(read(done[0], &byte, 1) == 1);
+  ChildAtWork child([] { sleep_briefly(kSleeps); });
+  const CpuMeter meter(child.pid());
+  REQUIRE(child.work());
   const CpuUse use = meter.stop();
-  REQUIRE(write(release[1], &byte, 1) == 1);
-  REQUIRE(waitpid(child, nullptr, 0) == child);
-  for (int fd : {done[0], done[1], release[0], release[1]}) {
-    close(fd);
-  }
   REQUIRE(use.instance_switches);
   CHECK(*use.instance_switches >= kSleeps);
-  REQUIRE(use.load_generator_switches);  // this process blocked reading `done`
+  REQUIRE(use.load_generator_switches);  // this process blocked waiting for the child
   CHECK(*use.load_generator_switches >= 1);
 }
 
