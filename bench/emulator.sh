@@ -88,7 +88,8 @@ if "bw_average_bytes_per_second" in c:
           (c.get("completion_times_usec") or [float("nan")])[0] / 1e3))
 else:
     # Context switches of the four processes (both load generators, both instances) per
-    # iteration, a round trip: what a hand-off costs on a machine with fewer CPUs than them.
+    # iteration, a round trip: with fewer CPUs than processes, the hand-offs between them are
+    # among these.
     counts = [r["cpu"].get(k) for r in (c, s)
               for k in ("load_generator_context_switches", "instance_context_switches")]
     per_trip = sum(counts) / c["iterations"] if None not in counts and c["iterations"] else float("nan")
