@@ -18,14 +18,6 @@ double percent(double cpu, double wall) {
   return wall > 0 && cpu >= 0 ? 100.0 * cpu / wall : 0.0;
 }
 
-std::optional<std::uint64_t> switches_since(std::optional<std::uint64_t> before,
-                                            std::optional<std::uint64_t> now) {
-  if (!before || !now || *now < *before) {
-    return std::nullopt;
-  }
-  return *now - *before;
-}
-
 // The two switch counters of one thread's status file; 0 for a thread that ended meanwhile.
 std::uint64_t thread_context_switches(const std::filesystem::path& status) {
   std::ifstream in(status);
@@ -70,6 +62,14 @@ std::optional<std::uint64_t> process_context_switches(pid_t pid) {
   return any ? std::optional(total) : std::nullopt;
 }
 
+std::optional<std::uint64_t> switches_between(std::optional<std::uint64_t> before,
+                                              std::optional<std::uint64_t> after) {
+  if (!before || !after || *after < *before) {
+    return std::nullopt;
+  }
+  return *after - *before;
+}
+
 CpuMeter::CpuMeter(pid_t instance) : instance_(instance) {
   restart();
 }
@@ -90,8 +90,8 @@ CpuUse CpuMeter::stop() const {
   const double instance = process_cpu_seconds(instance_);
   use.instance_percent =
       instance_cpu_ < 0 || instance < 0 ? 0.0 : percent(instance - instance_cpu_, use.wall_seconds);
-  use.load_generator_switches = switches_since(own_switches_, process_context_switches(getpid()));
-  use.instance_switches = switches_since(instance_switches_, process_context_switches(instance_));
+  use.load_generator_switches = switches_between(own_switches_, process_context_switches(getpid()));
+  use.instance_switches = switches_between(instance_switches_, process_context_switches(instance_));
   return use;
 }
 

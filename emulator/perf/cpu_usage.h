@@ -18,6 +18,11 @@ double process_cpu_seconds(pid_t pid);
 // than the work around it (docs/emulator.md, "Where send_lat's trip goes").
 std::optional<std::uint64_t> process_context_switches(pid_t pid);
 
+// The switches between two counts of the same processes; nothing when either is missing (or
+// the processes changed between them).
+std::optional<std::uint64_t> switches_between(std::optional<std::uint64_t> before,
+                                              std::optional<std::uint64_t> after);
+
 // What a load generator and the instance it drives used while one measurement ran, in percent
 // of one core (100 = a core busy throughout).
 struct CpuUse {

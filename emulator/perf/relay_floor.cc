@@ -403,10 +403,10 @@ RelayRun relay(const Variant& variant, std::size_t size, std::uint64_t iteration
     if (round == kWarmUp) {
       switches_before = relay_context_switches(participants);
     } else if (round == last_measured) {
-      const auto switches_after = relay_context_switches(participants);
-      if (switches_before && switches_after) {
-        run.switches_per_round_trip = static_cast<double>(*switches_after - *switches_before) /
-                                      static_cast<double>(iterations);
+      if (const auto switches =
+              switches_between(switches_before, relay_context_switches(participants))) {
+        run.switches_per_round_trip =
+            static_cast<double>(*switches) / static_cast<double>(iterations);
       }
     }
   }
