@@ -5,8 +5,10 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <future>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -125,6 +127,15 @@ TEST_CASE("CpuMeter counts the switches its instance made while it measured") {
   CHECK(*use.instance_switches >= kSleeps);
   REQUIRE(use.load_generator_switches);  // this process blocked waiting for the child
   CHECK(*use.load_generator_switches >= 1);
+}
+
+TEST_CASE("switches_between gives no count when a reading is missing or went backwards") {
+  CHECK(switches_between(10, 25) == std::optional<std::uint64_t>(15));
+  CHECK(switches_between(10, 10) == std::optional<std::uint64_t>(0));
+  // A count that fell means the set of processes changed between the readings (one ended).
+  CHECK_FALSE(switches_between(25, 10));
+  CHECK_FALSE(switches_between(std::nullopt, 10));
+  CHECK_FALSE(switches_between(10, std::nullopt));
 }
 
 }  // namespace
