@@ -6,14 +6,14 @@
 #   BW(8 MiB) / BW(1 MiB), send, write, read       >= 0.9
 #   send_lat typical(4 KiB) / TCP busy-poll RTT    <= 1.0 (and the floor under it: the same
 #   four processes relaying a token with no emulator, over a socket and through shared memory,
-#   docs/emulator.md "The relay floor")
+#   docs/emulator-performance-log.md "The relay floor")
 #   write_lat typical(4 KiB) / send_lat(4 KiB)     <= 1.2
 #   idle instance CPU over 10 s                    <= 2 % of a core
 #   send_lat 4 KiB p99 beside write_bw 1 MiB / alone <= 3 (issue 12 item 7); beside two busy
 #   loops without traffic as the scheduler's share of it
 #   context switches a round trip of send_lat's four processes, and of the relay floor's
 #   (no target: on fewer CPUs than processes every hand-off may be one, docs/emulator.md
-#   "Where send_lat's trip goes")
+#   "Performance")
 #   send_bw and send_lat 4 KiB with the mesh's stream in its ring / over its local socket
 #   (--mesh-socket-streams), on two pairs of instances taking turns (no target)
 # Usage: bench/emulator.sh [path/to/ernicctl]   (an optimized build, RelWithDebInfo or Release;
@@ -137,8 +137,9 @@ echo
 declare -A LAT LAT_RUNS SWITCH_RUNS
 echo "Latency: typical (median) of each run, median of 5 runs; send and write one way, read round"
 echo "trip. The verbs take turns, run by run: on two cores a single run's figure falls into one of"
-echo "two modes by where the scheduler puts the four processes (docs/emulator.md, \"Copy turns and"
-echo "page faults\"), and a ratio of figures measured apart compared the modes, not the verbs."
+echo "two modes by where the scheduler puts the four processes (docs/emulator-performance-log.md,"
+echo "\"Cold messages and placement in the bandwidth ratio\"), and a ratio of figures measured apart"
+echo "compared the modes, not the verbs."
 for _ in 1 2 3 4 5; do
   for verb in send write read; do
     read -r typical _ switches < <(perf "${verb}_lat" -s 4096 -n 2000)

@@ -38,10 +38,11 @@ Bytes ok_response(const ByteWriter& body) {
 // middle of a transfer. In the PVM guests this project runs on, a page's first access through a
 // new mapping costs a guest page fault and then a trap to the hypervisor (its shadow page table),
 // about 10 us a page together: 20 ms for the first WRITE into 8 MiB, a quarter of a short 8 MiB
-// bandwidth test (docs/emulator.md, "Copy turns and page faults"). MADV_POPULATE_WRITE fills the
-// guest's page table (writable, so later writes do not trap either), a read of each page the
-// hypervisor's; neither changes the client's data. Bounded, so that a huge registration does not
-// hold the event loop for seconds: the rest of such a region faults in as before.
+// bandwidth test (docs/emulator-performance-log.md, "Copy turns and page faults").
+// MADV_POPULATE_WRITE fills the guest's page table (writable, so later writes do not trap either),
+// a read of each page the hypervisor's; neither changes the client's data. Bounded, so that a huge
+// registration does not hold the event loop for seconds: the rest of such a region faults in as
+// before.
 constexpr std::uint64_t kPrefaultedBytes = 256u << 20;
 
 void prefault(std::byte* start, std::uint64_t length) {

@@ -11,8 +11,9 @@
 namespace ernic::emu {
 
 // One direction of a local mesh connection's byte stream, in a memfd both instances map: what
-// the socket carried, without its two system calls per frame (docs/emulator.md, "The floor with
-// shared memory between the instances"). One writer, one reader; the positions only grow.
+// the socket carried, without its two system calls per frame (docs/emulator-performance-log.md,
+// "The floor with shared memory between the instances"). One writer, one reader; the positions only
+// grow.
 //
 // Neither side sleeps on the ring itself: each says in it when it is about to block (the
 // reader in its event loop, the writer on a full ring), and the other rings the eventfd the

@@ -14,8 +14,8 @@ namespace {
 constexpr std::size_t kScratchSize = 64u << 10;
 // Messages from this size on are placed by reference with non-temporal stores: source and
 // destination together no longer fit the cache, and reading each destination line in before
-// overwriting it cost a third more memory traffic (docs/emulator.md, "Local sockets and
-// payloads by reference").
+// overwriting it cost a third more memory traffic (docs/emulator-performance-log.md,
+// "Local sockets and payloads by reference").
 constexpr std::uint32_t kStreamingMessageBytes = 4u << 20;
 }  // namespace
 

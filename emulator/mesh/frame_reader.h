@@ -21,7 +21,8 @@ namespace ernic::emu {
 // from a socket (about 40 GB/s here), so a turn's budget covers four copied bytes per byte, for
 // turns of about equal time. With one each, a large copy took a turn of 3 us per 128 KiB, and
 // the loop's system calls between turns cost as much CPU as the copy (send and write 8 MiB
-// 14-17 GB/s; 19-21 with four: docs/emulator.md, "Copy turns and page faults").
+// 14-17 GB/s; 19-21 with four: docs/emulator-performance-log.md, "Copy turns and page
+// faults").
 inline constexpr std::size_t kCopyBytesPerBudgetByte = 4;
 
 // How much a header's read takes beyond the header: a payload sent inline between local

@@ -35,7 +35,8 @@ using Bytes = std::basic_string<std::byte>;
 // instance serves has its turn (the front end's doorbells, the other peers). Reading a
 // connection until 16 MiB (or writing until EAGAIN) made a latency message wait up to 8 ms
 // behind another peer's bulk WRITEs (issue 12 item 7). 64 KiB turns cost 25-40 % more CPU per
-// byte than the old code, 128 KiB less (docs/emulator.md, "Several tenants").
+// byte than the old code, 128 KiB less (docs/emulator-performance-log.md, "Several tenants: the
+// first runs and the stall").
 inline constexpr std::size_t kTurnBytes = 128u << 10;
 // Payload bytes a connection sends by reference ahead of what the peer said it placed
 // (kCopied): a frame of another QP on that connection waits behind at most this much copying

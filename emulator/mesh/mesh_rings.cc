@@ -1,11 +1,11 @@
 // The stream of a local connection in shared memory. On this project's VMs a system call costs
 // about a microsecond, and over a socket every frame costs its sender a write and its receiver
 // a read or two: small messages' bandwidth was bound by them (send_bw 4 KiB goes 1.9-3.1 times
-// as fast through the ring; docs/emulator.md, "The mesh's ring"). Once a local connection is
-// established, each side whose peer reads rings sends
-// kRing as the last frame on the socket, with a ByteRing's memfd and two eventfds, and writes
-// the rest of its stream into the ring. Framing, lanes, the copy window and payloads by
-// reference are unchanged above it: they see the same byte stream.
+// as fast through the ring; docs/emulator-performance-log.md, "The mesh's ring"). Once a local
+// connection is established, each side whose peer reads rings sends kRing as the last frame on the
+// socket, with a ByteRing's memfd and two eventfds, and writes the rest of its stream into the
+// ring. Framing, lanes, the copy window and payloads by reference are unchanged above it: they see
+// the same byte stream.
 //
 // The socket stays: its end of stream is still how a peer's death is seen, and descriptors
 // (kShareMemory's memfds) still go over it, each with a one-byte marker sent before the bytes of

@@ -5,7 +5,7 @@
 // device servers) moved every byte through the loopback TCP stack. A unix stream socket
 // carries the same byte stream, so the framing, the handshake and the fault handling are the
 // same code, at 2-3 times TCP's throughput for large writes on one machine
-// (docs/emulator.md, "Local sockets").
+// (docs/emulator.md, "Local sockets" under "The TCP mesh").
 
 #include <arpa/inet.h>
 #include <netdb.h>

@@ -15,7 +15,7 @@ double process_cpu_seconds(pid_t pid);
 // Context switches (voluntary and not) of all of a process's threads so far, from
 // /proc/PID/task/*/status; nothing when the process cannot be read. On a machine with fewer
 // CPUs than busy processes, each hand-off between them is a switch, and a switch can cost more
-// than the work around it (docs/emulator.md, "Where send_lat's trip goes").
+// than the work around it (docs/emulator-performance-log.md, "Where send_lat's trip goes").
 std::optional<std::uint64_t> process_context_switches(pid_t pid);
 
 // The switches between two counts of the same processes; nothing when either is missing (or

@@ -98,10 +98,10 @@ void choose_spin(Mode mode) {
 void choose_scheduling(Mode mode) {
   // A latency test's every iteration is a wake-up; beside bulk tenants on two cores, with the
   // kernel's slice it waited for a CPU-bound neighbour's slice to end (p99 under load 10-24 x
-  // solo, about 3 x with the short one: docs/emulator.md, "Scheduler slices and system
-  // calls"). A bandwidth test always has work queued: as a batch task it never preempts a
-  // waking latency test. ERNIC_PERF_SLICE_US overrides both (the slice, 0 for the kernel's;
-  // the policy stays normal).
+  // solo, about 3 x with the short one: docs/emulator-performance-log.md, "Scheduler
+  // slices and system calls"). A bandwidth test always has work queued: as a batch task it never
+  // preempts a waking latency test. ERNIC_PERF_SLICE_US overrides both (the slice, 0 for the
+  // kernel's; the policy stays normal).
   if (const auto slice = microseconds_from_env("ERNIC_PERF_SLICE_US")) {
     request_time_slice(*slice);
   } else if (mode == Mode::kLatency) {
@@ -157,8 +157,8 @@ BufferLayout buffer_layout(const PerfOptions& o, std::uint64_t max_size) {
   } else {
     // One slot that every message of the QP is sent from, received into, written to or read
     // from, as perftest's bandwidth tests do: nothing checks the data, and a second 8 MiB slot
-    // only doubled the working set the kernel's copies walk through (docs/emulator.md,
-    // "where the 8 MiB time goes").
+    // only doubled the working set the kernel's copies walk through
+    // (docs/emulator-performance-log.md, "One buffer slot per QP").
     l.slots = 1;
     l.send_depth = o.tx_depth;
   }
@@ -414,7 +414,8 @@ bool PingPong::receive(std::uint64_t i, const StopRequested& stop) {
     // for both at once (the marker alone, the completion drained later) gave the wait one spin
     // window for the whole round trip where send_lat gets a fresh one after its own SEND
     // completes: the load generator blocked on every iteration and was woken 18,000 times in
-    // 20,000 (send_lat: 1,000), write_lat 4 KiB 1.3-1.6 x send_lat (docs/emulator.md).
+    // 20,000 (send_lat: 1,000), write_lat 4 KiB 1.3-1.6 x send_lat
+    // (docs/emulator-performance-log.md, "write_lat's wait").
     if (write_outstanding_) {
       if (!e_.next(o_.timeout_seconds, side, stop)) {
         return false;

@@ -8,8 +8,8 @@ namespace ernic::emu {
 // gets an early deadline when it wakes, so it preempts a CPU-bound task at once instead of
 // waiting out that task's slice (1.4 ms here): beside bulk tenants on two cores, the
 // difference between a latency test's p99 at 10-24 x its solo p99 and at about 3 x
-// (docs/emulator.md, "Scheduler slices and system calls"). The kernel clamps a slice to
-// [100 us, 100 ms].
+// (docs/emulator-performance-log.md, "Scheduler slices and system calls"). The kernel clamps a
+// slice to [100 us, 100 ms].
 
 // The slice a latency-sensitive thread asks for: the shortest the kernel grants.
 inline constexpr std::chrono::microseconds kLatencySlice{100};

@@ -13,7 +13,7 @@ namespace ernic::emu {
 // instances that only move bulk data woke as often and as early as the ones on the latency
 // path. So a loop runs on the short slice while latency requests pass through it
 // (EngineStats::latency_requests) and, after `quiet` without any, as a batch task, which never
-// preempts on waking (docs/emulator.md, "Scheduling by traffic").
+// preempts on waking (docs/emulator-performance-log.md, "Scheduling by traffic").
 class TrafficScheduling {
  public:
   using Clock = std::chrono::steady_clock;
