@@ -7,6 +7,9 @@
 #   send_lat typical(4 KiB) / TCP busy-poll RTT    <= 1.0 (and the floor under it: the same
 #   four processes relaying a token with no emulator, over a socket and through shared memory,
 #   docs/emulator-performance-log.md "The relay floor")
+#   the same send_lat with each load generator running its own instance in its loop
+#   (`perf --in-loop`): two processes, as the TCP ping-pong, where the shared-memory front end
+#   makes four; the same target
 #   write_lat typical(4 KiB) / send_lat(4 KiB)     <= 1.2
 #   idle instance CPU over 10 s                    <= 2 % of a core
 #   send_lat 4 KiB p99 beside write_bw 1 MiB / alone <= 3 (issue 12 item 7); beside two busy
@@ -158,6 +161,29 @@ done
 echo "context switches a round trip at 4 KiB, both load generators and both instances (median of 5):" \
   "send $(median5 "${SWITCH_RUNS[send]}"), write $(median5 "${SWITCH_RUNS[write]}"), read $(median5 "${SWITCH_RUNS[read]}")"
 
+# send_lat 4 KiB between two load generators that run their instances in their own loops
+# (`perf --in-loop`, a manager and a worker of their own beside the pair above, which idles):
+# the engine and the mesh without the hand-offs between a guest's process and its instance.
+# Five runs, median of their typical figures.
+perf_in_loop() {  # RUN TEST ARGS...
+  local mesh=$((OOB + 10 + $1)) port=$((OOB + 30 + $1)) test=$2; shift 2
+  local common=(--token bench -p "$port" --json)
+  timeout 120 "$ERNICCTL" perf "$test" --in-loop "tcp:manager:listen:$mesh" --gid 10.0.1.1 \
+    "${common[@]}" in-loop-server.json "$@" > in-loop-server.txt 2>&1 &
+  local server=$!
+  local out
+  out=$(timeout 120 "$ERNICCTL" perf "$test" --in-loop "tcp:worker:127.0.0.1:$mesh" --gid 10.0.1.2 \
+    "${common[@]}" in-loop-client.json "$@" 127.0.0.1 2>&1) ||
+    { echo "ernicctl perf $test --in-loop $* failed:" >&2; echo "$out" >&2; exit 1; }
+  wait "$server" || { echo "ernicctl perf $test --in-loop (server) failed:" >&2; cat in-loop-server.txt >&2; exit 1; }
+  python3 -c 'import json; print("%.2f" % json.load(open("in-loop-client.json"))["results"][0]["t_typical_usec"])'
+}
+IN_LOOP_RUNS=""
+for run in 1 2 3 4 5; do IN_LOOP_RUNS+="$(perf_in_loop "$run" send_lat -s 4096 -n 2000) "; done
+IN_LOOP_LAT=$(median5 "$IN_LOOP_RUNS")
+printf '%-10s 4KiB typical %8s usec   (runs: %s), each load generator its own instance (--in-loop)\n' \
+  send_lat "$IN_LOOP_LAT" "${IN_LOOP_RUNS% }"
+
 # Latency under bulk load (issue 12 item 7): send_lat 4 KiB alone, then beside a write_bw 1 MiB
 # tenant between the same two instances (so on the same mesh connection), three runs each;
 # the figure is the median of the three runs' p99.
@@ -240,6 +266,7 @@ for verb in send write read; do
   echo "ratio ${verb} BW(8MiB) / BW(1MiB)$(printf '%*s' $((6 - ${#verb})) '')     = $R  (target >= 0.9: $(pass "$R" 0.9 '>='))"
 done
 R=$(ratio "${LAT[send,4096]}" "$TCP_RTT"); echo "ratio send_lat(4KiB) / TCP RTT         = $R  (target <= 1.0: $(pass "$R" 1.0 '<='))"
+R=$(ratio "$IN_LOOP_LAT" "$TCP_RTT"); echo "ratio send_lat(4KiB) --in-loop / TCP RTT = $R  (target <= 1.0: $(pass "$R" 1.0 '<='); two processes, as the TCP ping-pong)"
 R=$(ratio "$RELAY_SPIN" "$TCP_RTT"); echo "ratio relay floor (spinning) / TCP RTT = $R  (the least with a socket between the instances: --mesh-socket-streams)"
 R=$(ratio "$RELAY_SHM" "$TCP_RTT"); echo "ratio relay floor (shm) / TCP RTT      = $R  (the least for any design of four processes: above 1.0, the target above is out of reach here)"
 R=$(ratio "${LAT[send,4096]}" "$RELAY_SHM"); echo "ratio send_lat(4KiB) / relay floor shm = $R  (what the emulator adds to its processes' hand-offs)"

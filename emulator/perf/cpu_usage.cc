@@ -77,9 +77,12 @@ CpuMeter::CpuMeter(pid_t instance) : instance_(instance) {
 void CpuMeter::restart() {
   wall_ = std::chrono::steady_clock::now();
   self_ = process_cpu_seconds(getpid());
-  instance_cpu_ = process_cpu_seconds(instance_);
   own_switches_ = process_context_switches(getpid());
-  instance_switches_ = process_context_switches(instance_);
+  // pid 0 (an instance in this process) would read this process's own clock.
+  if (instance_ > 0) {
+    instance_cpu_ = process_cpu_seconds(instance_);
+    instance_switches_ = process_context_switches(instance_);
+  }
 }
 
 CpuUse CpuMeter::stop() const {
@@ -87,11 +90,14 @@ CpuUse CpuMeter::stop() const {
   use.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_).count();
   use.load_generator_percent = percent(process_cpu_seconds(getpid()) - self_, use.wall_seconds);
-  const double instance = process_cpu_seconds(instance_);
+  const double instance = instance_ > 0 ? process_cpu_seconds(instance_) : -1;
   use.instance_percent =
       instance_cpu_ < 0 || instance < 0 ? 0.0 : percent(instance - instance_cpu_, use.wall_seconds);
   use.load_generator_switches = switches_between(own_switches_, process_context_switches(getpid()));
-  use.instance_switches = switches_between(instance_switches_, process_context_switches(instance_));
+  if (instance_ > 0) {
+    use.instance_switches =
+        switches_between(instance_switches_, process_context_switches(instance_));
+  }
   return use;
 }
 

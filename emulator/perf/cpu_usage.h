@@ -37,6 +37,7 @@ struct CpuUse {
 // Measures CpuUse between its construction (or restart()) and stop().
 class CpuMeter {
  public:
+  // `instance` 0: the instance runs in this process, and its use is the load generator's.
   explicit CpuMeter(pid_t instance);
   void restart();
   CpuUse stop() const;
@@ -45,7 +46,7 @@ class CpuMeter {
   pid_t instance_;
   std::chrono::steady_clock::time_point wall_;
   double self_ = 0;
-  double instance_cpu_ = 0;
+  double instance_cpu_ = -1;
   std::optional<std::uint64_t> own_switches_;
   std::optional<std::uint64_t> instance_switches_;
 };

@@ -38,7 +38,7 @@ StopRequested watch_server(OobChannel& oob) {
 
 // The next completion; when it fails (an error completion, a timeout) because the server went
 // away, says so.
-ShmClient::Completion next_or_lost(Endpoint& e, const PerfOptions& o, const StopRequested& watch) {
+Device::Completion next_or_lost(Endpoint& e, const PerfOptions& o, const StopRequested& watch) {
   try {
     return *e.next(o.timeout_seconds, "client", watch);
   } catch (const std::exception&) {
@@ -124,7 +124,7 @@ SizeResult client_bandwidth_for_duration(Endpoint& e, const PerfOptions& o, std:
       watch();
       next_check = now + kPeerCheck;
     }
-    const ShmClient::Completion c = next_or_lost(e, o, watch);
+    const Device::Completion c = next_or_lost(e, o, watch);
     const std::uint32_t q = wr_qp(c.wr_id);
     if (o.verify && o.verb == Verb::kRead) {
       // The server filled slot i with message i's pattern once; reads land in our slot.

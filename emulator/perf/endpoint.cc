@@ -170,7 +170,7 @@ BufferLayout buffer_layout(const PerfOptions& o, std::uint64_t max_size) {
   return l;
 }
 
-Endpoint::Endpoint(ShmClient& device, const PerfOptions& o, std::uint64_t max_size)
+Endpoint::Endpoint(Device& device, const PerfOptions& o, std::uint64_t max_size)
     : client(device), layout(buffer_layout(o, max_size)) {
   pd = client.alloc_pd();
   cq = client.create_cq();
@@ -245,9 +245,9 @@ std::uint64_t Endpoint::remote_slot(std::uint32_t qp, std::uint64_t index) const
   return remote[qp].vaddr + (index % layout.slots) * layout.slot_size;
 }
 
-std::optional<ShmClient::Completion> Endpoint::next(int timeout_seconds, const char* side,
-                                                    const StopRequested& stop) {
-  ShmClient::Completion c;
+std::optional<Device::Completion> Endpoint::next(int timeout_seconds, const char* side,
+                                                 const StopRequested& stop) {
+  Device::Completion c;
   const auto attempt = [&](std::chrono::milliseconds within) {
     while (client.poll_cq(cq, {&c, 1}) == 0) {
       if (!client.wait(spin_window(), within)) {
@@ -320,7 +320,7 @@ void post_message(Endpoint& e, const PerfOptions& o, std::uint32_t q, std::uint6
 }
 
 void take_receive(Endpoint& e, const PerfOptions& o, std::uint64_t size,
-                  const ShmClient::Completion& c, std::vector<std::uint64_t>& next_recv) {
+                  const Device::Completion& c, std::vector<std::uint64_t>& next_recv) {
   const std::uint32_t q = wr_qp(c.wr_id);
   const std::uint64_t seq = wr_seq(c.wr_id);
   if (c.byte_len != size) {
@@ -423,7 +423,7 @@ bool PingPong::receive(std::uint64_t i, const StopRequested& stop) {
       write_outstanding_ = false;
     }
     // The byte of registered memory the peer's RDMA WRITE sets, as perftest's write_lat polls
-    // it. The byte is watched (ShmClient::watch_writes), so after the spin window the client
+    // it. The byte is watched (Device::watch_writes), so after the spin window the client
     // blocks and the instance wakes it when the WRITE lands, exactly as for a completion.
     std::byte* p = in_ + size_ - 1;
     const std::byte marker = marker_for(i);

@@ -61,11 +61,11 @@ struct RemoteQp {
 struct Endpoint {
   struct Qp {
     std::uint32_t qpn = 0;
-    ShmClient::Memory memory;
+    Device::Memory memory;
     MemoryKeys keys;
   };
 
-  Endpoint(ShmClient& device, const PerfOptions& o, std::uint64_t max_size);
+  Endpoint(Device& device, const PerfOptions& o, std::uint64_t max_size);
 
   // This side's GID and QPs for the peer, and connecting to the peer's (INIT -> RTR -> RTS).
   std::string describe() const;
@@ -76,15 +76,15 @@ struct Endpoint {
 
   // Polls one completion, spinning then blocking; throws on an error completion or timeout.
   // With `stop`, waits in short slices and returns nothing once stop() holds.
-  std::optional<ShmClient::Completion> next(int timeout_seconds, const char* side,
-                                            const StopRequested& stop = {});
+  std::optional<Device::Completion> next(int timeout_seconds, const char* side,
+                                         const StopRequested& stop = {});
   // Waits until `arrived()` holds (memory the peer's RDMA WRITE sets), as next() waits.
   bool wait_for(const std::function<bool()>& arrived, int timeout_seconds,
                 const StopRequested& stop = {});
 
   void post_recv_slot(std::uint32_t qp, std::uint64_t id, std::uint64_t slot_index);
 
-  ShmClient& client;
+  Device& client;
   std::uint32_t pd = 0;
   std::uint32_t cq = 0;
   BufferLayout layout;
@@ -105,7 +105,7 @@ void post_message(Endpoint& e, const PerfOptions& o, std::uint32_t q, std::uint6
                   std::uint64_t size);
 // The server's side of one arrived message: checks its length (and data), re-posts a receive.
 void take_receive(Endpoint& e, const PerfOptions& o, std::uint64_t size,
-                  const ShmClient::Completion& c, std::vector<std::uint64_t>& next_recv);
+                  const Device::Completion& c, std::vector<std::uint64_t>& next_recv);
 
 // perftest's ping-pong on QP 0; slot 0 sends, slot 1 receives. READ has no passive part: only
 // the client calls exchange() then.

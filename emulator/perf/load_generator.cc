@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <ostream>
 #include <stdexcept>
 
@@ -15,6 +16,7 @@
 #include "perf/endpoint.h"
 #include "perf/load_generator_output.h"
 #include "perf/oob_channel.h"
+#include "runtime/in_loop_device.h"
 
 namespace ernic::emu::perf {
 namespace {
@@ -49,7 +51,7 @@ SizeResult client_bandwidth(Endpoint& e, const PerfOptions& o, std::uint64_t siz
         post_message(e, o, q, posted[q], size);
       }
     }
-    const ShmClient::Completion c = *e.next(o.timeout_seconds, "client");
+    const Device::Completion c = *e.next(o.timeout_seconds, "client");
     const std::uint32_t q = wr_qp(c.wr_id);
     if (o.verify && o.verb == Verb::kRead) {
       // The server filled slot i with message i's pattern once; reads land in our slot.
@@ -157,6 +159,23 @@ void server_serve(Endpoint& e, const PerfOptions& s, std::uint64_t size,
   }
 }
 
+// The instance the test runs on: attached to through its socket, or run in this process.
+std::unique_ptr<Device> open_device(const PerfOptions& o) {
+  if (o.in_loop) {
+    InstanceConfig config = *o.in_loop;
+    config.spin = spin_window();
+    return std::make_unique<InLoopDevice>(config, std::chrono::seconds(o.timeout_seconds));
+  }
+  return std::make_unique<ShmClient>(o.socket);
+}
+
+// An instance in this process must keep running while the generator waits for its peer.
+void wait_with_device(OobChannel& oob, Device& device) {
+  oob.wait_with([&device](int fd, std::chrono::steady_clock::time_point deadline) {
+    return device.wait_readable(fd, deadline);
+  });
+}
+
 void print_connection(std::ostream& out, Endpoint& e, const PerfOptions& o) {
   const bool rdma = o.verb != Verb::kSend;
   for (std::size_t i = 0; i < e.qps.size(); ++i) {
@@ -188,8 +207,10 @@ void finish_table(std::ostream& out, const Endpoint& e) {
 int run_client(const PerfOptions& o, std::ostream& out) {
   // The instance first, as perftest opens its device before it dials: a wrong socket is
   // reported at once, not after the server answered.
-  ShmClient device(o.socket);
+  const std::unique_ptr<Device> opened = open_device(o);
+  Device& device = *opened;
   OobChannel oob = OobChannel::connect(o.server, o.port);
+  wait_with_device(oob, device);
   oob.send_line(header_line(o));
   const std::string reply = oob.receive_line();
   if (!reply.starts_with("OK ")) {
@@ -239,8 +260,10 @@ int run_client(const PerfOptions& o, std::ostream& out) {
 int run_server(const PerfOptions& o, std::ostream& out) {
   // The instance before the wait for a client, as perftest opens its device first: a server
   // with a wrong socket fails now instead of waiting for a client that will fail with it.
-  ShmClient device(o.socket);
+  const std::unique_ptr<Device> opened = open_device(o);
+  Device& device = *opened;
   OobChannel oob = OobChannel::listen(o.bind, o.port);
+  wait_with_device(oob, device);
   out << waiting_banner();
   out.flush();
   oob.accept(std::chrono::seconds(o.timeout_seconds * 10));

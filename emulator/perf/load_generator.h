@@ -2,10 +2,12 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "perf/perftest_format.h"
+#include "runtime/instance.h"
 
 namespace ernic::emu::perf {
 
@@ -13,6 +15,9 @@ struct PerfOptions {
   Verb verb = Verb::kSend;
   Mode mode = Mode::kBandwidth;
   std::string socket;
+  // Instead of attaching to an instance through `socket`: run one in this process, its loop
+  // turned by the load generator's waits (runtime/in_loop_device.h).
+  std::optional<InstanceConfig> in_loop;
   std::vector<std::uint64_t> sizes;
   std::uint64_t iterations = 0;
   std::uint32_t tx_depth = 0;

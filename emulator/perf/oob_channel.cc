@@ -33,10 +33,17 @@ OobChannel OobChannel::listen(const std::string& bind, std::uint16_t port) {
   return c;
 }
 
+bool OobChannel::readable(int fd, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  if (waiter_) {
+    return waiter_(fd, deadline);
+  }
+  pollfd p{fd, POLLIN, 0};
+  return poll(&p, 1, static_cast<int>(timeout.count() * 1000)) > 0;
+}
+
 void OobChannel::accept(std::chrono::seconds timeout) {
-  pollfd p{listen_fd_, POLLIN, 0};
-  const int n = poll(&p, 1, static_cast<int>(timeout.count() * 1000));
-  if (n <= 0) {
+  if (!readable(listen_fd_, timeout)) {
     throw std::runtime_error("No client connected within " + std::to_string(timeout.count()) +
                              " s");
   }
@@ -84,7 +91,10 @@ OobChannel OobChannel::connect(const std::string& host, std::uint16_t port) {
 }
 
 OobChannel::OobChannel(OobChannel&& o) noexcept
-    : listen_fd_(o.listen_fd_), fd_(o.fd_), buffer_(std::move(o.buffer_)) {
+    : listen_fd_(o.listen_fd_),
+      fd_(o.fd_),
+      buffer_(std::move(o.buffer_)),
+      waiter_(std::move(o.waiter_)) {
   o.listen_fd_ = -1;
   o.fd_ = -1;
 }
@@ -146,9 +156,7 @@ std::string OobChannel::receive_line(std::chrono::seconds timeout) {
     if (auto line = take_line()) {
       return *line;
     }
-    pollfd p{fd_, POLLIN, 0};
-    const int n = poll(&p, 1, static_cast<int>(timeout.count() * 1000));
-    if (n == 0) {
+    if (!readable(fd_, timeout)) {
       throw std::runtime_error("Timed out waiting for the peer over the out-of-band connection");
     }
     read_some();

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -21,6 +22,12 @@ class OobChannel {
   OobChannel& operator=(OobChannel&&) = delete;
   ~OobChannel();
 
+  // How the channel waits for its socket: by default poll(); a load generator whose instance
+  // runs in its own loop waits with the device so that the instance keeps running meanwhile.
+  // The waiter returns whether `fd` became readable before `deadline`.
+  using Waiter = std::function<bool(int fd, std::chrono::steady_clock::time_point deadline)>;
+  void wait_with(Waiter waiter) { waiter_ = std::move(waiter); }
+
   void send_line(const std::string& line);
   // Throws when the peer closed or nothing arrived within `timeout`.
   std::string receive_line(std::chrono::seconds timeout = std::chrono::seconds(60));
@@ -31,9 +38,11 @@ class OobChannel {
   OobChannel() = default;
   std::optional<std::string> take_line();
   void read_some();  // one recv() into the buffer; throws when the peer closed
+  bool readable(int fd, std::chrono::seconds timeout);
   int listen_fd_ = -1;
   int fd_ = -1;
   std::string buffer_;
+  Waiter waiter_;
 };
 
 }  // namespace ernic::emu::perf

@@ -1,6 +1,8 @@
 #include "perf/perf_command.h"
 
+#include <cstdlib>
 #include <iostream>
+#include <optional>
 
 #include "common/units.h"
 #include "perf/load_generator.h"
@@ -12,6 +14,9 @@ struct PerfFlags {
   std::string mode;
   std::string server;
   std::string socket;
+  std::string in_loop;
+  std::string gid;
+  std::string token;
   std::string peer_socket;
   std::string size;
   bool all_sizes = false;
@@ -50,9 +55,47 @@ std::string check_reporting(const PerfFlags& f, Mode mode) {
   return "";
 }
 
+// --in-loop's instance; an empty `error` when it can run.
+std::optional<InstanceConfig> in_loop_instance(const PerfFlags& f, std::string& error) {
+  InstanceConfig config;
+  auto backend = parse_backend(f.in_loop, error);
+  if (!backend || backend->kind == Backend::Kind::kLoopback) {
+    error = backend ? "--in-loop needs a mesh backend (tcp:manager:listen:PORT or "
+                      "tcp:worker:HOST:PORT)"
+                    : "--in-loop: " + error;
+    return std::nullopt;
+  }
+  config.backend = *backend;
+  const auto gid = canonical_gid(f.gid);
+  if (!gid) {
+    error = f.gid.empty() ? "--in-loop needs --gid (the GID the peer addresses this side by)"
+                          : "--gid '" + f.gid + "' is neither IPv6 nor IPv4";
+    return std::nullopt;
+  }
+  config.gids = {*gid};
+  config.token = f.token;
+  if (const char* env = std::getenv("ERNIC_MESH_TOKEN"); config.token.empty() && env) {
+    config.token = env;
+  }
+  if (config.token.empty()) {
+    error = "--in-loop needs a mesh token (--token or ERNIC_MESH_TOKEN)";
+    return std::nullopt;
+  }
+  // The table on stdout is the output; what ends the test is its error on stderr (a worker
+  // retrying its manager would otherwise log every attempt).
+  config.log_level = LogLevel::kError;
+  return config;
+}
+
 int run(const PerfFlags& f) {
   const bool baseline = f.mode == "tcp_pingpong" || f.mode == "relay_floor";
-  if (f.socket.empty() && !baseline) {
+  const bool in_loop_test = !f.in_loop.empty() && f.mode != "micro" && !baseline;
+  if (!f.in_loop.empty() && (!in_loop_test || !f.socket.empty())) {
+    std::cerr << "ernicctl perf: --in-loop runs the instance of a perftest test (send_bw ... "
+                 "read_lat) in this process, instead of --socket\n";
+    return kExitBadInput;
+  }
+  if (f.socket.empty() && !baseline && !in_loop_test) {
     std::cerr << "ernicctl perf: --socket PATH (the instance to attach to) is required\n";
     return kExitBadInput;
   }
@@ -98,6 +141,14 @@ int run(const PerfFlags& f) {
   o.report_per_second = f.report_per_second;
   o.report_histogram = f.report_histogram;
   o.socket = f.socket;
+  if (in_loop_test) {
+    std::string error;
+    o.in_loop = in_loop_instance(f, error);
+    if (!o.in_loop) {
+      std::cerr << "ernicctl perf: " << error << "\n";
+      return kExitBadInput;
+    }
+  }
   if (f.all_sizes) {
     for (std::uint64_t s = 2; s <= (8u << 20); s *= 2) {
       o.sizes.push_back(s);
@@ -140,6 +191,11 @@ void register_perf(CLI::App& app, CommandContext& context) {
       ->required();
   cmd->add_option("server", f->server, "server address: run as the client");
   cmd->add_option("--socket", f->socket, "socket of the instance to attach to");
+  cmd->add_option("--in-loop", f->in_loop,
+                  "run an instance in this process on this mesh backend (tcp:manager:listen:PORT "
+                  "or tcp:worker:HOST:PORT) instead of attaching to one through --socket");
+  cmd->add_option("--gid", f->gid, "--in-loop: the instance's GID");
+  cmd->add_option("--token", f->token, "--in-loop: the mesh token (else ERNIC_MESH_TOKEN)");
   cmd->add_option("--peer-socket", f->peer_socket,
                   "micro: a second instance for the mesh round trip");
   cmd->add_option("-s,--size", f->size, "message size");

@@ -22,19 +22,7 @@ struct Reports {
 // Runs `loop` until `reports` holds `count` entries or `timeout` passed.
 void run_until(EventLoop& loop, const Reports& reports, std::size_t count,
                std::chrono::milliseconds timeout = 10s) {
-  const auto deadline = EventLoop::Clock::now() + timeout;
-  const int poller =
-      loop.add_poller({[&] {
-                         if (reports.done.size() >= count || EventLoop::Clock::now() > deadline) {
-                           loop.stop();
-                         }
-                         return false;
-                       },
-                       nullptr});
-  loop.add_timer(deadline, [&loop] { loop.stop(); });
-  loop.restart();
-  loop.run();
-  loop.remove_poller(poller);
+  loop.run_until([&] { return reports.done.size() >= count; }, EventLoop::Clock::now() + timeout);
 }
 
 std::vector<std::byte> pattern(std::size_t n, int seed) {

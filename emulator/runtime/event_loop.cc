@@ -140,76 +140,90 @@ void EventLoop::yield_between_turns() {
 }
 
 void EventLoop::run() {
-  epoll_event events[64];
-  auto last_work = Clock::now();
-  bool fds_ready = false;  // the last wait returned events
   while (!stop_) {
-    bool worked = run_due_timers();
-    bool polled = false;
+    turn(std::nullopt);
+  }
+}
+
+bool EventLoop::run_until(const std::function<bool()>& done, Clock::time_point deadline) {
+  while (!done()) {
+    if (stop_ || Clock::now() >= deadline) {
+      return false;
+    }
+    turn(deadline);
+  }
+  return true;
+}
+
+void EventLoop::turn(std::optional<Clock::time_point> return_by) {
+  bool worked = run_due_timers();
+  bool polled = false;
+  for (auto& [id, poller] : pollers_) {
+    polled |= poller.poll();
+  }
+  if (polled && after_work_) {
+    // What a doorbell posted goes out now, not after the fd handlers' turns (bulk I/O).
+    after_work_();
+  }
+  worked |= polled;
+  const auto now = Clock::now();
+  if (worked) {
+    last_work_ = now;
+  }
+  bool block = !worked && now - last_work_ >= spin_;
+  if (!worked && !block) {
+    if (!fds_ready_) {
+      // Spinning: let a runnable process (a client, the peer instance) have the CPU first.
+      sched_yield();
+    } else {
+      yield_between_turns();
+    }
+  }
+  if (block) {
     for (auto& [id, poller] : pollers_) {
-      polled |= poller.poll();
+      if (poller.prepare_to_block && !poller.prepare_to_block()) {
+        block = false;
+      }
     }
-    if (polled && after_work_) {
-      // What a doorbell posted goes out now, not after the fd handlers' turns (bulk I/O).
+  }
+  timespec timeout{0, 0};
+  timespec* timeout_ptr = &timeout;
+  if (block) {
+    auto deadline = next_deadline();
+    if (return_by && (!deadline || *return_by < *deadline)) {
+      deadline = return_by;
+    }
+    if (!deadline) {
+      timeout_ptr = nullptr;  // nothing scheduled: wait for an fd
+    } else {
+      const auto wait = std::max(Clock::duration::zero(), *deadline - Clock::now());
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wait).count();
+      timeout.tv_sec = ns / 1000000000;
+      timeout.tv_nsec = ns % 1000000000;
+    }
+  }
+  epoll_event events[64];
+  const int n = epoll_pwait2(epoll_fd_, events, 64, timeout_ptr, nullptr);
+  if (n < 0 && errno != EINTR) {
+    throw std::runtime_error(std::string("epoll_pwait2: ") + std::strerror(errno));
+  }
+  for (int i = 0; i < n; ++i) {
+    auto it = handlers_.find(events[i].data.fd);
+    if (it == handlers_.end()) {
+      continue;
+    }
+    auto handler = it->second;  // keeps it alive if the handler removes its own fd
+    (*handler)(events[i].events);
+    // A completion or a reply one handler produced goes out before the next handler's turn.
+    if (after_work_) {
       after_work_();
     }
-    worked |= polled;
-    const auto now = Clock::now();
-    if (worked) {
-      last_work = now;
-    }
-    bool block = !worked && now - last_work >= spin_;
-    if (!worked && !block) {
-      if (!fds_ready) {
-        // Spinning: let a runnable process (a client, the peer instance) have the CPU first.
-        sched_yield();
-      } else {
-        yield_between_turns();
-      }
-    }
-    if (block) {
-      for (auto& [id, poller] : pollers_) {
-        if (poller.prepare_to_block && !poller.prepare_to_block()) {
-          block = false;
-        }
-      }
-    }
-    timespec timeout{0, 0};
-    timespec* timeout_ptr = &timeout;
-    if (block) {
-      auto deadline = next_deadline();
-      if (!deadline) {
-        timeout_ptr = nullptr;  // nothing scheduled: wait for an fd
-      } else {
-        const auto wait = std::max(Clock::duration::zero(), *deadline - Clock::now());
-        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wait).count();
-        timeout.tv_sec = ns / 1000000000;
-        timeout.tv_nsec = ns % 1000000000;
-      }
-    }
-    const int n = epoll_pwait2(epoll_fd_, events, 64, timeout_ptr, nullptr);
-    if (n < 0 && errno != EINTR) {
-      throw std::runtime_error(std::string("epoll_pwait2: ") + std::strerror(errno));
-    }
-    for (int i = 0; i < n; ++i) {
-      auto it = handlers_.find(events[i].data.fd);
-      if (it == handlers_.end()) {
-        continue;
-      }
-      auto handler = it->second;  // keeps it alive if the handler removes its own fd
-      (*handler)(events[i].events);
-      // A completion or a reply one handler produced goes out before the next handler's turn.
-      if (after_work_) {
-        after_work_();
-      }
-    }
-    fds_ready = n > 0;
-    if (n > 0) {
-      worked = true;
-      last_work = Clock::now();
-    } else if (worked && after_work_) {
-      after_work_();
-    }
+  }
+  fds_ready_ = n > 0;
+  if (n > 0) {
+    last_work_ = Clock::now();
+  } else if (worked && after_work_) {
+    after_work_();
   }
 }
 

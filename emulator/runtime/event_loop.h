@@ -45,7 +45,10 @@ class EventLoop {
   void set_deadline_source(std::function<std::optional<Clock::time_point>()> source,
                            std::function<void()> on_deadline);
 
-  void run();   // until stop()
+  void run();  // until stop()
+  // Runs turns until `done()` holds (true), or `deadline` passes or stop() was called (false):
+  // for a caller that runs the loop inside its own waits (an in-loop device).
+  bool run_until(const std::function<bool()>& done, Clock::time_point deadline);
   void stop();  // safe from handlers
   // Lets run() go again after a stop() (a fuzz harness drives the loop in steps).
   void restart() { stop_ = false; }
@@ -61,6 +64,9 @@ class EventLoop {
 
  private:
   bool run_due_timers();
+  // One pass: timers, pollers, then epoll (blocking, once the spin window has passed without
+  // work, until an fd, the next deadline or `return_by`).
+  void turn(std::optional<Clock::time_point> return_by);
   std::optional<Clock::time_point> next_deadline() const;
 
   int epoll_fd_ = -1;
@@ -79,6 +85,8 @@ class EventLoop {
   std::function<void()> after_work_;
   std::function<std::optional<Clock::time_point>()> deadline_source_;
   std::function<void()> on_deadline_;
+  Clock::time_point last_work_ = Clock::now();
+  bool fds_ready_ = false;  // the last epoll wait returned events
   Clock::time_point turn_yields_from_{};
   std::uint64_t slow_yields_ = 0;
 };

@@ -202,35 +202,6 @@ int take_termination_signals() {
   return signalfd(-1, &signals, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
-MeshConfig mesh_config(const InstanceConfig& config) {
-  MeshConfig mc;
-  mc.role = config.backend.kind == Backend::Kind::kTcpManager ? MeshConfig::Role::kManager
-                                                              : MeshConfig::Role::kWorker;
-  mc.manager_host = config.backend.host;
-  mc.port = config.backend.port;
-  mc.bind = config.bind;
-  mc.token = config.token;
-  mc.gids = config.gids;
-  mc.mac = config.mac;
-  mc.extra_lanes = config.mesh_lanes;
-  mc.local_sockets = !config.mesh_tcp_only;
-  mc.payloads_by_reference = !config.mesh_payloads_inline;
-  mc.local_rings = !config.mesh_socket_streams;
-  mc.copies_elsewhere = config.mesh_copy_thread;
-  if (config.heartbeat_timeout.count() > 0) {
-    mc.heartbeat_timeout = config.heartbeat_timeout;
-    mc.heartbeat_interval = std::min(mc.heartbeat_interval, config.heartbeat_timeout / 4);
-  }
-  if (config.handshake_timeout.count() > 0) {
-    mc.handshake_timeout = config.handshake_timeout;
-  }
-  if (config.protocol_major != 0) {
-    mc.version_major = config.protocol_major;
-    mc.version_minor = config.protocol_minor;
-  }
-  return mc;
-}
-
 // The backend as the ready line names it.
 std::string backend_description(const InstanceConfig& config, const MeshFabric* mesh) {
   return config.backend.kind == Backend::Kind::kLoopback ? "loopback"
@@ -263,6 +234,35 @@ class StatsFile {
 };
 
 }  // namespace
+
+MeshConfig mesh_config(const InstanceConfig& config) {
+  MeshConfig mc;
+  mc.role = config.backend.kind == Backend::Kind::kTcpManager ? MeshConfig::Role::kManager
+                                                              : MeshConfig::Role::kWorker;
+  mc.manager_host = config.backend.host;
+  mc.port = config.backend.port;
+  mc.bind = config.bind;
+  mc.token = config.token;
+  mc.gids = config.gids;
+  mc.mac = config.mac;
+  mc.extra_lanes = config.mesh_lanes;
+  mc.local_sockets = !config.mesh_tcp_only;
+  mc.payloads_by_reference = !config.mesh_payloads_inline;
+  mc.local_rings = !config.mesh_socket_streams;
+  mc.copies_elsewhere = config.mesh_copy_thread;
+  if (config.heartbeat_timeout.count() > 0) {
+    mc.heartbeat_timeout = config.heartbeat_timeout;
+    mc.heartbeat_interval = std::min(mc.heartbeat_interval, config.heartbeat_timeout / 4);
+  }
+  if (config.handshake_timeout.count() > 0) {
+    mc.handshake_timeout = config.handshake_timeout;
+  }
+  if (config.protocol_major != 0) {
+    mc.version_major = config.protocol_major;
+    mc.version_minor = config.protocol_minor;
+  }
+  return mc;
+}
 
 int run_instance(const InstanceConfig& config) {
   Logger log;

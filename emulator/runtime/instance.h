@@ -54,6 +54,10 @@ struct InstanceConfig {
 // The line a supervisor waits for; logged once when the socket exists.
 inline constexpr const char* kReadyLine = "ernic: device realized, instance ready";
 
+struct MeshConfig;
+// What the instance's mesh fabric is configured with.
+MeshConfig mesh_config(const InstanceConfig& config);
+
 // Runs one instance until SIGTERM/SIGINT. Returns the process exit status.
 int run_instance(const InstanceConfig& config);
 
