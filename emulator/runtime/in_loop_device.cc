@@ -1,5 +1,6 @@
 #include "runtime/in_loop_device.h"
 
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
 
@@ -29,6 +30,10 @@ InLoopDevice::InLoopDevice(const InstanceConfig& config, std::chrono::seconds st
     throw std::invalid_argument("an instance in the load generator's loop needs a mesh backend");
   }
   log_.open(config.log_file, config.log_level);
+  // The mesh writes to its peers with writev, which raises SIGPIPE on a connection the peer
+  // closed; an instance process ignores it (run_instance), and so must the process that holds
+  // one: a lost peer is the mesh's to report, not a signal that kills the load generator.
+  signal(SIGPIPE, SIG_IGN);
   mesh_.attach(engine_);
   loop_.set_deadline_source([this] { return engine_.next_deadline(); },
                             [this] { engine_.advance_timers(); });

@@ -10,7 +10,6 @@
 #include <cstring>
 #include <future>
 #include <stdexcept>
-#include <thread>
 
 #include "test_process.h"
 
@@ -72,12 +71,18 @@ struct Side {
     w.sge = {reinterpret_cast<std::uint64_t>(memory.data + offset), length, keys.lkey};
     return w;
   }
+  // Throws rather than fails an assertion: the manager's side runs on another thread, where
+  // Catch's assertions may not be used.
   Device::Completion next() {
     Device::Completion c;
     while (device.poll_cq(cq, {&c, 1}) == 0) {
-      REQUIRE(device.wait(0us, 5000ms));
+      if (!device.wait(0us, 5000ms)) {
+        throw std::runtime_error("no completion within 5 s");
+      }
     }
-    REQUIRE(c.ok());
+    if (!c.ok()) {
+      throw std::runtime_error("completion with status " + std::to_string(c.status));
+    }
     return c;
   }
 
@@ -90,8 +95,10 @@ struct Side {
 // Waits for `future` while `device` keeps its instance running.
 template <typename T>
 T await(Device& device, std::future<T>& future) {
-  REQUIRE(device.wait_until([&] { return future.wait_for(0s) == std::future_status::ready; }, 0us,
-                            10000ms));
+  if (!device.wait_until([&] { return future.wait_for(0s) == std::future_status::ready; }, 0us,
+                         10000ms)) {
+    throw std::runtime_error("the other side did not get there within 10 s");
+  }
   return future.get();
 }
 
@@ -102,11 +109,17 @@ TEST_CASE("an instance in the load generator's loop carries SEND, WRITE and READ
   std::promise<Published> manager_side, worker_side;
   std::future<Published> from_manager = manager_side.get_future();
   std::future<Published> from_worker = worker_side.get_future();
-  std::promise<void> worker_done;
+  // As perftest's server says READY: its QP is connected and its receive posted.
+  std::promise<void> manager_ready, worker_done;
+  std::future<void> may_send = manager_ready.get_future();
   std::future<void> worker_finished = worker_done.get_future();
-  std::string received_by_manager, written_into_manager;
+  struct Seen {
+    std::uint64_t wr_id = 0;
+    std::uint32_t byte_len = 0;
+    std::string received, written;
+  };
 
-  std::thread manager([&] {
+  std::future<Seen> manager = std::async(std::launch::async, [&] {
     InLoopDevice device(config_for(Backend::Kind::kTcpManager, port, "10.9.0.1"), 10s);
     Side side(device);
     manager_side.set_value(side.publish());
@@ -115,46 +128,50 @@ TEST_CASE("an instance in the load generator's loop carries SEND, WRITE and READ
     recv.wr_id = 7;
     recv.sge = {reinterpret_cast<std::uint64_t>(side.memory.data), 16, side.keys.lkey};
     device.post_recv(side.qpn, recv);
+    manager_ready.set_value();
+    Seen seen;
     const Device::Completion got = side.next();
-    CHECK(got.wr_id == 7);
-    CHECK(got.byte_len == 5);
-    received_by_manager.assign(reinterpret_cast<const char*>(side.memory.data), 5);
+    seen.wr_id = got.wr_id;
+    seen.byte_len = got.byte_len;
+    seen.received.assign(reinterpret_cast<const char*>(side.memory.data), 5);
     // The worker's WRITE and READ need this loop to run: the passive side keeps waiting.
     await(device, worker_finished);
-    written_into_manager.assign(reinterpret_cast<const char*>(side.memory.data + 4096), 6);
+    seen.written.assign(reinterpret_cast<const char*>(side.memory.data + 4096), 6);
+    return seen;
   });
-  {
-    InLoopDevice device(config_for(Backend::Kind::kTcpWorker, port, "10.9.0.2"), 10s);
-    Side side(device);
-    worker_side.set_value(side.publish());
-    const Published peer = await(device, from_manager);
-    side.connect(peer);
-    std::memcpy(side.memory.data, "hello", 5);
-    device.post_send(side.qpn, side.wr(SendOpcode::kSend, 0, 5));
-    CHECK(side.next().byte_len == 5);
+  InLoopDevice device(config_for(Backend::Kind::kTcpWorker, port, "10.9.0.2"), 10s);
+  Side side(device);
+  worker_side.set_value(side.publish());
+  const Published peer = await(device, from_manager);
+  side.connect(peer);
+  await(device, may_send);
+  std::memcpy(side.memory.data, "hello", 5);
+  device.post_send(side.qpn, side.wr(SendOpcode::kSend, 0, 5));
+  CHECK(side.next().byte_len == 5);
 
-    std::memcpy(side.memory.data + 100, "placed", 6);
-    SendWr write = side.wr(SendOpcode::kRdmaWrite, 100, 6);
-    write.remote_addr = peer.address + 4096;
-    write.rkey = peer.keys.rkey;
-    device.post_send(side.qpn, write);
-    side.next();
-    SendWr read = side.wr(SendOpcode::kRdmaRead, 200, 6);
-    read.remote_addr = peer.address + 4096;
-    read.rkey = peer.keys.rkey;
-    device.post_send(side.qpn, read);
-    side.next();
-    CHECK(std::string(reinterpret_cast<const char*>(side.memory.data + 200), 6) == "placed");
+  std::memcpy(side.memory.data + 100, "placed", 6);
+  SendWr write = side.wr(SendOpcode::kRdmaWrite, 100, 6);
+  write.remote_addr = peer.address + 4096;
+  write.rkey = peer.keys.rkey;
+  device.post_send(side.qpn, write);
+  side.next();
+  SendWr read = side.wr(SendOpcode::kRdmaRead, 200, 6);
+  read.remote_addr = peer.address + 4096;
+  read.rkey = peer.keys.rkey;
+  device.post_send(side.qpn, read);
+  side.next();
+  CHECK(std::string(reinterpret_cast<const char*>(side.memory.data + 200), 6) == "placed");
 
-    // Nothing more arrives: a wait ends at its timeout, the instance still running.
-    Device::Completion none;
-    CHECK_FALSE(device.wait(0us, 50ms));
-    CHECK(device.poll_cq(side.cq, {&none, 1}) == 0);
-    worker_done.set_value();
-    manager.join();
-  }
-  CHECK(received_by_manager == "hello");
-  CHECK(written_into_manager == "placed");
+  // Nothing more arrives: a wait ends at its timeout, the instance still running.
+  Device::Completion none;
+  CHECK_FALSE(device.wait(0us, 50ms));
+  CHECK(device.poll_cq(side.cq, {&none, 1}) == 0);
+  worker_done.set_value();
+  const Seen seen = manager.get();
+  CHECK(seen.wr_id == 7);
+  CHECK(seen.byte_len == 5);
+  CHECK(seen.received == "hello");
+  CHECK(seen.written == "placed");
 }
 
 TEST_CASE(
@@ -164,7 +181,7 @@ TEST_CASE(
   std::promise<void> worker_joined, manager_may_go;
   std::future<void> joined = worker_joined.get_future();
   std::future<void> may_go = manager_may_go.get_future();
-  std::thread manager([&] {
+  std::future<void> manager = std::async(std::launch::async, [&] {
     InLoopDevice device(config_for(Backend::Kind::kTcpManager, port, "10.9.1.1"), 10s);
     // A worker can join only while this waits: the wait turns the loop.
     await(device, joined);
@@ -182,7 +199,7 @@ TEST_CASE(
   close(pipe_fds[1]);
 
   manager_may_go.set_value();
-  manager.join();  // the manager's instance is gone with its device
+  manager.get();  // the manager's instance is gone with its device
   REQUIRE_THROWS_WITH(device.wait(0us, 10000ms), Catch::Contains("the instance failed") &&
                                                      Catch::Contains("lost the manager"));
 }
