@@ -170,10 +170,10 @@ std::unique_ptr<Device> open_device(const PerfOptions& o) {
 }
 
 // An instance in this process must keep running while the generator waits for its peer.
-void wait_with_device(OobChannel& oob, Device& device) {
-  oob.wait_with([&device](int fd, std::chrono::steady_clock::time_point deadline) {
+OobChannel::Waiter through(Device& device) {
+  return [&device](int fd, std::chrono::steady_clock::time_point deadline) {
     return device.wait_readable(fd, deadline);
-  });
+  };
 }
 
 void print_connection(std::ostream& out, Endpoint& e, const PerfOptions& o) {
@@ -209,8 +209,7 @@ int run_client(const PerfOptions& o, std::ostream& out) {
   // reported at once, not after the server answered.
   const std::unique_ptr<Device> opened = open_device(o);
   Device& device = *opened;
-  OobChannel oob = OobChannel::connect(o.server, o.port);
-  wait_with_device(oob, device);
+  OobChannel oob = OobChannel::connect(o.server, o.port, through(device));
   oob.send_line(header_line(o));
   const std::string reply = oob.receive_line();
   if (!reply.starts_with("OK ")) {
@@ -262,8 +261,7 @@ int run_server(const PerfOptions& o, std::ostream& out) {
   // with a wrong socket fails now instead of waiting for a client that will fail with it.
   const std::unique_ptr<Device> opened = open_device(o);
   Device& device = *opened;
-  OobChannel oob = OobChannel::listen(o.bind, o.port);
-  wait_with_device(oob, device);
+  OobChannel oob = OobChannel::listen(o.bind, o.port, through(device));
   out << waiting_banner();
   out.flush();
   oob.accept(std::chrono::seconds(o.timeout_seconds * 10));

@@ -16,8 +16,8 @@
 
 namespace ernic::emu::perf {
 
-OobChannel OobChannel::listen(const std::string& bind, std::uint16_t port) {
-  OobChannel c;
+OobChannel OobChannel::listen(const std::string& bind, std::uint16_t port, Waiter waiter) {
+  OobChannel c(std::move(waiter));
   c.listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
   setsockopt(c.listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -34,12 +34,7 @@ OobChannel OobChannel::listen(const std::string& bind, std::uint16_t port) {
 }
 
 bool OobChannel::readable(int fd, std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  if (waiter_) {
-    return waiter_(fd, deadline);
-  }
-  pollfd p{fd, POLLIN, 0};
-  return poll(&p, 1, static_cast<int>(timeout.count() * 1000)) > 0;
+  return waiter_(fd, std::chrono::steady_clock::now() + timeout);
 }
 
 void OobChannel::accept(std::chrono::seconds timeout) {
@@ -57,8 +52,8 @@ void OobChannel::accept(std::chrono::seconds timeout) {
   setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-OobChannel OobChannel::connect(const std::string& host, std::uint16_t port) {
-  OobChannel c;
+OobChannel OobChannel::connect(const std::string& host, std::uint16_t port, Waiter waiter) {
+  OobChannel c(std::move(waiter));
   addrinfo hints{};
   hints.ai_family = AF_INET;
   hints.ai_socktype = SOCK_STREAM;

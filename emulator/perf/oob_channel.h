@@ -12,21 +12,20 @@ namespace ernic::emu::perf {
 // lines, each side's QP numbers, GIDs, keys and addresses, and the barriers between sizes.
 class OobChannel {
  public:
+  // How the channel waits for its socket: the load generator waits through its device
+  // (Device::wait_readable), so that an instance in its own loop keeps running meanwhile.
+  // Returns whether `fd` became readable before `deadline`.
+  using Waiter = std::function<bool(int fd, std::chrono::steady_clock::time_point deadline)>;
+
   // Server side: listens on `bind`:`port`; the caller then announces readiness and accepts.
-  static OobChannel listen(const std::string& bind, std::uint16_t port);
+  static OobChannel listen(const std::string& bind, std::uint16_t port, Waiter waiter);
   void accept(std::chrono::seconds timeout);
   // Client side. Throws with perftest's wording when the server is not there.
-  static OobChannel connect(const std::string& host, std::uint16_t port);
+  static OobChannel connect(const std::string& host, std::uint16_t port, Waiter waiter);
 
   OobChannel(OobChannel&& other) noexcept;
   OobChannel& operator=(OobChannel&&) = delete;
   ~OobChannel();
-
-  // How the channel waits for its socket: by default poll(); a load generator whose instance
-  // runs in its own loop waits with the device so that the instance keeps running meanwhile.
-  // The waiter returns whether `fd` became readable before `deadline`.
-  using Waiter = std::function<bool(int fd, std::chrono::steady_clock::time_point deadline)>;
-  void wait_with(Waiter waiter) { waiter_ = std::move(waiter); }
 
   void send_line(const std::string& line);
   // Throws when the peer closed or nothing arrived within `timeout`.
@@ -35,7 +34,7 @@ class OobChannel {
   std::optional<std::string> try_receive_line();
 
  private:
-  OobChannel() = default;
+  explicit OobChannel(Waiter waiter) : waiter_(std::move(waiter)) {}
   std::optional<std::string> take_line();
   void read_some();  // one recv() into the buffer; throws when the peer closed
   bool readable(int fd, std::chrono::seconds timeout);

@@ -11,16 +11,6 @@
 #include <fmt/format.h>
 
 namespace ernic::emu {
-namespace {
-
-EngineConfig engine_config(const InstanceConfig& config) {
-  EngineConfig e;
-  e.max_segment = config.segment_size;
-  return e;
-}
-
-}  // namespace
-
 InLoopDevice::InLoopDevice(const InstanceConfig& config, std::chrono::seconds startup)
     : gids_(config.gids),
       loop_(config.spin),
@@ -91,11 +81,6 @@ std::uint32_t InLoopDevice::create_cq() {
 // the doorbell's turn.
 void InLoopDevice::post_send(std::uint32_t qpn, const SendWr& wr) {
   engine_.post_send(qpn, wr);
-  mesh_.flush();
-}
-
-void InLoopDevice::post_recv(std::uint32_t qpn, const RecvWr& wr) {
-  engine_.post_recv(qpn, wr);
   mesh_.flush();
 }
 

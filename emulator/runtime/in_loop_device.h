@@ -51,7 +51,8 @@ class InLoopDevice final : public Device {
   }
 
   void post_send(std::uint32_t qpn, const SendWr& wr) override;
-  void post_recv(std::uint32_t qpn, const RecvWr& wr) override;
+  // A receive sends nothing: no flush.
+  void post_recv(std::uint32_t qpn, const RecvWr& wr) override { engine_.post_recv(qpn, wr); }
   std::size_t poll_cq(std::uint32_t cq, std::span<Completion> out) override;
   // The loop's own spin window (the instance's configuration) stands for `spin`.
   bool wait(std::chrono::microseconds spin, std::chrono::milliseconds timeout) override;

@@ -235,6 +235,12 @@ class StatsFile {
 
 }  // namespace
 
+EngineConfig engine_config(const InstanceConfig& config) {
+  EngineConfig e;
+  e.max_segment = config.segment_size;
+  return e;
+}
+
 MeshConfig mesh_config(const InstanceConfig& config) {
   MeshConfig mc;
   mc.role = config.backend.kind == Backend::Kind::kTcpManager ? MeshConfig::Role::kManager
@@ -272,8 +278,6 @@ int run_instance(const InstanceConfig& config) {
 
   EventLoop loop(config.spin);
   int exit_status = 0;
-  EngineConfig engine_config;
-  engine_config.max_segment = config.segment_size;
 
   std::unique_ptr<LocalHub> hub;
   std::unique_ptr<MeshFabric> mesh;
@@ -285,7 +289,7 @@ int run_instance(const InstanceConfig& config) {
     mesh = std::make_unique<MeshFabric>(loop, log, mesh_config(config));
     fabric = mesh.get();
   }
-  Engine engine(*fabric, engine_config);
+  Engine engine(*fabric, engine_config(config));
   if (hub) {
     hub->attach(0, engine);
     loop.add_poller({[&hub] { return hub->deliver(4096) > 0; }, [&hub] { return hub->idle(); }});

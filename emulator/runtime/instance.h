@@ -55,8 +55,10 @@ struct InstanceConfig {
 inline constexpr const char* kReadyLine = "ernic: device realized, instance ready";
 
 struct MeshConfig;
-// What the instance's mesh fabric is configured with.
+struct EngineConfig;
+// What the instance's mesh fabric and engine are configured with.
 MeshConfig mesh_config(const InstanceConfig& config);
+EngineConfig engine_config(const InstanceConfig& config);
 
 // Runs one instance until SIGTERM/SIGINT. Returns the process exit status.
 int run_instance(const InstanceConfig& config);
