@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 namespace ernic::emu {
+
 InLoopDevice::InLoopDevice(const InstanceConfig& config, std::chrono::seconds startup)
     : gids_(config.gids),
       loop_(config.spin),
@@ -41,6 +42,7 @@ InLoopDevice::InLoopDevice(const InstanceConfig& config, std::chrono::seconds st
 }
 
 InLoopDevice::~InLoopDevice() {
+  // Before the memory goes: frames the mesh still queues may point into it.
   mesh_.shutdown();
   for (auto [address, size] : mappings_) {
     munmap(address, size);
