@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "common/units.h"
+#include "frontend/verbs_environment.h"
 #include "perf/perf_command.h"
 #include "runtime/instance.h"
 
@@ -22,6 +24,8 @@ struct EmulatorFlags {
   std::string mac;
   std::string gids;
   std::string stats_file;
+  std::string verbs_sysfs;
+  std::string verbs_name = "ernic_0";
   std::string log_file;
   std::string log_level = "info";
   std::string token;
@@ -75,6 +79,8 @@ int run(const EmulatorFlags& f) {
     return kExitBadInput;
   }
   config.socket_path = f.socket;
+  config.verbs_sysfs = f.verbs_sysfs;
+  config.verbs_name = f.verbs_name;
   config.mac = f.mac.empty() ? random_mac() : f.mac;
   if (!emu::link_local_gid(config.mac)) {
     std::cerr << "ernicctl emulator: --mac " << config.mac << " is not a MAC address\n";
@@ -156,6 +162,39 @@ int run(const EmulatorFlags& f) {
   }
 }
 
+// `ernicctl verbs-env DIR`: the environment that points verbs programs at the instance whose
+// --verbs-sysfs is DIR, as lines a shell evaluates.
+void register_verbs_env(CLI::App& app, CommandContext& context) {
+  auto sysfs = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand(
+      "verbs-env",
+      "Print the environment under which unmodified verbs programs (perftest, ibv_rc_pingpong, "
+      "qperf, your own) use an embedded instance: eval \"$(ernicctl verbs-env DIR)\"");
+  cmd->add_option("sysfs", *sysfs, "the instance's --verbs-sysfs folder")->required();
+  cmd->callback([sysfs, &context] {
+    const std::filesystem::path dir = std::filesystem::absolute(*sysfs);
+    if (!std::filesystem::exists(dir / "class/infiniband_verbs")) {
+      std::cerr << "ernicctl verbs-env: " << dir.string()
+                << " describes no device: start the instance with --verbs-sysfs " << *sysfs
+                << " and wait for its ready line\n";
+      context.exit_code = kExitBadInput;
+      return;
+    }
+    const auto environment = emu::verbs_environment(dir.string());
+    if (!std::filesystem::exists(environment.preload)) {
+      std::cerr << "ernicctl verbs-env: the verbs provider is not built or installed beside "
+                   "ernicctl (no "
+                << environment.preload << ")\n";
+      context.exit_code = kExitFailed;
+      return;
+    }
+    for (const auto& [name, value] : environment.variables()) {
+      std::cout << "export " << name << "='" << value << "'\n";
+    }
+    context.exit_code = 0;
+  });
+}
+
 }  // namespace
 
 void register_commands(CLI::App& app, CommandContext& context) {
@@ -170,6 +209,11 @@ void register_commands(CLI::App& app, CommandContext& context) {
                   "comma-separated GIDs the guest owns (default: $ERNIC_TCP_GUEST_GIDS, else "
                   "the MAC's link-local address)");
   cmd->add_option("--stats-file", flags->stats_file, "rewritten every second, 'key : value'");
+  cmd->add_option("--verbs-sysfs", flags->verbs_sysfs,
+                  "describe the device here for verbs programs (their SYSFS_PATH; see "
+                  "`ernicctl verbs-env`)");
+  cmd->add_option("--verbs-name", flags->verbs_name, "the device's name for verbs programs")
+      ->capture_default_str();
   cmd->add_option("--log-file", flags->log_file, "log here instead of stderr");
   cmd->add_option("--log-level", flags->log_level, "none|error|warn|info|debug")
       ->capture_default_str();
@@ -206,6 +250,7 @@ void register_commands(CLI::App& app, CommandContext& context) {
   cmd->callback([flags, &context] { context.exit_code = run(*flags); });
 
   emu::perf::register_perf(app, context);
+  register_verbs_env(app, context);
 }
 
 }  // namespace ernic::emulator

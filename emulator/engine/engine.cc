@@ -72,7 +72,8 @@ void Engine::dealloc_pd(Handle pd) {
     throw VerbsError(fmt::format("unknown protection domain {}", pd));
   }
   if (it->second != 0) {
-    throw VerbsError(fmt::format("protection domain {} still has {} users", pd, it->second));
+    throw VerbsError(fmt::format("protection domain {} still has {} users", pd, it->second),
+                     EBUSY);
   }
   pds_.erase(it);
 }
@@ -120,7 +121,7 @@ Engine::Handle Engine::create_cq() {
 void Engine::destroy_cq(Handle cq) {
   for (const auto& [qpn, q] : qps_) {
     if (q.send_cq == cq || q.recv_cq == cq) {
-      throw VerbsError(fmt::format("completion queue {} is used by QP 0x{:x}", cq, qpn));
+      throw VerbsError(fmt::format("completion queue {} is used by QP 0x{:x}", cq, qpn), EBUSY);
     }
   }
   cqs_.erase(cq);

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <stdexcept>
@@ -85,9 +86,18 @@ struct MemoryKeys {
 };
 
 // Misuse of the verbs API (unknown handle, illegal state transition, bad work request).
+// It carries the errno a verbs call returns for it: EINVAL for misuse, ENOMEM for an exhausted
+// resource.
 class VerbsError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit VerbsError(const std::string& what, int error_number = EINVAL)
+      : std::runtime_error(what), error_number_(error_number) {}
+  explicit VerbsError(const char* what, int error_number = EINVAL)
+      : std::runtime_error(what), error_number_(error_number) {}
+  int error_number() const { return error_number_; }
+
+ private:
+  int error_number_;
 };
 
 const char* to_string(WcStatus status);

@@ -13,7 +13,7 @@
 // when the other side said it is about to block.
 namespace ernic::emu::shm {
 
-inline constexpr std::uint32_t kProtocolVersion = 3;
+inline constexpr std::uint32_t kProtocolVersion = 4;
 inline constexpr std::uint32_t kSubmitSlots = 4096;
 inline constexpr std::uint32_t kCompletionSlots = 8192;
 
@@ -93,7 +93,24 @@ enum class Op : std::uint32_t {
   kCreateQp = 7,
   kModifyQp = 8,
   kDestroyQp = 9,
+  kReleaseMemory = 10,
+  kDeallocPd = 11,
+  kDestroyCq = 12,
 };
+
+// What one instance holds at most, over all its clients: the device's limits, which
+// ibv_query_device reports and the instance enforces (ENOMEM beyond them, as a NIC's firmware
+// refuses a resource it has no room for).
+struct DeviceLimits {
+  std::uint32_t max_pd = 1024;
+  std::uint32_t max_cq = 4096;
+  std::uint32_t max_qp = 1024;
+  std::uint32_t max_mr = 16384;
+  std::uint64_t max_mr_size = std::uint64_t{1} << 40;
+};
+inline constexpr DeviceLimits kDeviceLimits{};
+
+// A control answer starts with a status: 0, or the errno the verbs call returns.
 
 inline constexpr std::size_t kMaxControlMessage = 64u << 10;
 

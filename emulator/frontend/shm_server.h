@@ -82,6 +82,13 @@ class ShmFrontEnd final : public SharedMemoryDirectory {
   void handle_create_qp(Client& c, Request& request);
   void handle_modify_qp(Client& c, Request& request);
   void handle_destroy_qp(Client& c, Request& request);
+  void handle_release_memory(Client& c, Request& request);
+  void handle_dealloc_pd(Client& c, Request& request);
+  void handle_destroy_cq(Client& c, Request& request);
+  // Throws ENOMEM when every client's `resource` together has reached `limit`.
+  template <typename Set>
+  void require_room(Set Client::*resource, std::uint64_t limit, const char* what) const;
+  void release(const Region& region);
   void drop(Client& c);
   // Tells every client which CPU this loop runs on: a client there blocks instead of spinning.
   void publish_cpu();

@@ -21,6 +21,7 @@
 #include "engine/engine.h"
 #include "engine/local_fabric.h"
 #include "frontend/shm_server.h"
+#include "frontend/verbs_device.h"
 #include "mesh/mesh_fabric.h"
 #include "runtime/event_loop.h"
 #include "runtime/scheduling.h"
@@ -349,6 +350,17 @@ int run_instance(const InstanceConfig& config) {
       loop.stop();
       return;
     }
+    if (!config.verbs_sysfs.empty()) {
+      try {
+        verbs_device::write_sysfs(config.verbs_sysfs, {config.verbs_name, config.socket_path,
+                                                       config.mac, config.gids});
+      } catch (const std::exception& e) {
+        log.error("ernic: cannot describe the device for verbs programs: {}", e.what());
+        exit_status = 1;
+        loop.stop();
+        return;
+      }
+    }
     stats_tick();
     if (mesh) {
       // `ernicctl stats` right after `up` shows the mesh as it is, not as it was a second ago.
@@ -374,6 +386,10 @@ int run_instance(const InstanceConfig& config) {
     exit_status = 1;
   }
   front.close_all();
+  if (!config.verbs_sysfs.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(config.verbs_sysfs, ignored);
+  }
   if (mesh) {
     mesh->shutdown();
   }

@@ -32,6 +32,10 @@ struct InstanceConfig {
   std::string mac;
   std::vector<std::string> gids;
   std::string stats_file;
+  // Where the instance describes its device for libibverbs (SYSFS_PATH), empty for nowhere,
+  // and the device's name there (frontend/verbs_device.h).
+  std::string verbs_sysfs;
+  std::string verbs_name = "ernic_0";
   std::string log_file;
   LogLevel log_level = LogLevel::kInfo;
   std::string token;
