@@ -131,12 +131,13 @@ void InstanceChannel::ring_doorbell_if_needed() {
 }
 
 bool InstanceChannel::instance_alive() {
-  pollfd fd{socket_, POLLIN, 0};
+  // Only the end of the connection counts: an answer arriving for another thread's control call
+  // makes the socket readable too.
+  pollfd fd{socket_, POLLRDHUP, 0};
   if (poll(&fd, 1, 0) <= 0) {
     return true;
   }
-  // The instance never speaks unasked: anything readable now is its end of the connection.
-  return (fd.revents & (POLLHUP | POLLERR | POLLIN)) == 0;
+  return (fd.revents & (POLLHUP | POLLRDHUP | POLLERR)) == 0;
 }
 
 }  // namespace ernic::verbs

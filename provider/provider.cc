@@ -147,6 +147,7 @@ verbs_context* alloc_context(ibv_device* ibdev, int cmd_fd, void*) {
   state->async_fd = eventfd(0, EFD_CLOEXEC);
   context->state = state;
   context->base.context.async_fd = state->async_fd;
+  context->base.context.num_comp_vectors = 1;
   verbs_set_ops(&context->base, &kOps);
   return &context->base;
 }
