@@ -212,6 +212,7 @@ int poll_cq(ibv_cq* ibv, int entries, ibv_wc* wc) {
   for (; n < entries && !cq.ready.empty(); ++n) {
     const emu::shm::CompletionEntry e = cq.ready.front();
     cq.ready.pop_front();
+    ++cq.taken;
     auto found = state.qps.find(e.qpn);
     if (found == state.qps.end()) {
       --n;

@@ -64,8 +64,8 @@ int InstanceChannel::open(const std::string& socket_path, Identity& identity, st
     why = "the ERNIC instance at " + socket_path + " refused the device: " + text;
     return error != 0 ? error : EPROTO;
   }
-  void* p = mmap(nullptr, sizeof(emu::shm::Area), PROT_READ | PROT_WRITE, MAP_SHARED,
-                 received[0], 0);
+  void* p =
+      mmap(nullptr, sizeof(emu::shm::Area), PROT_READ | PROT_WRITE, MAP_SHARED, received[0], 0);
   close(received[0]);
   doorbell_fd_ = received[1];
   completion_fd_ = received[2];

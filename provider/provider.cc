@@ -14,6 +14,7 @@
 
 #include "device_identity.h"
 #include "provider.h"
+#include "send_request.h"
 
 namespace ernic::verbs {
 namespace {
@@ -46,7 +47,9 @@ verbs_device* alloc_device(verbs_sysfs_dev* sysfs) {
   return &device->base;
 }
 
-void uninit_device(verbs_device* device) { delete reinterpret_cast<Device*>(device); }
+void uninit_device(verbs_device* device) {
+  delete reinterpret_cast<Device*>(device);
+}
 
 int query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input,
                     ibv_device_attr_ex* attr, size_t attr_size) {
@@ -67,17 +70,31 @@ int query_port(ibv_context* context, uint8_t port, ibv_port_attr* attr) {
   return 0;
 }
 
-int req_notify_cq(ibv_cq*, int) {
-  // Completion events need a channel the kernel's uverbs creates; without it the device has no
-  // event mode, and says so here as a device without the capability does.
-  return EOPNOTSUPP;
+// Arms the CQ through the submit ring, behind the requests posted before: the instance writes
+// one event to the CQ's channel at its next completion. Solicited-only arming is served as
+// arming for any completion (every completion this device makes is one the program asked for).
+int req_notify_cq(ibv_cq* cq, int) {
+  if (cq->channel == nullptr) {
+    return 0;  // no channel to tell: nothing to arm, as on a NIC
+  }
+  ContextState& state = state_of(cq->context);
+  std::lock_guard lock(state.data);
+  emu::shm::SubmitEntry arm{};
+  arm.kind = static_cast<std::uint8_t>(emu::shm::SubmitKind::kArmCq);
+  arm.qpn = reinterpret_cast<Cq*>(cq)->handle;
+  arm.wr_id = reinterpret_cast<Cq*>(cq)->taken;
+  submit(state, arm);
+  state.channel.ring_doorbell_if_needed();
+  return 0;
 }
+
+void cq_event(ibv_cq*) {}
 
 void async_event(ibv_context*, ibv_async_event*) {}
 
 void free_context(ibv_context* ibv) {
-  auto* context = reinterpret_cast<Context*>(reinterpret_cast<char*>(ibv) -
-                                             offsetof(Context, base.context));
+  auto* context =
+      reinterpret_cast<Context*>(reinterpret_cast<char*>(ibv) - offsetof(Context, base.context));
   if (context->state->async_fd >= 0) {
     close(context->state->async_fd);
   }
@@ -90,6 +107,7 @@ const verbs_context_ops kOps = [] {
   verbs_context_ops ops{};
   ops.alloc_pd = alloc_pd;
   ops.async_event = async_event;
+  ops.cq_event = cq_event;
   ops.create_cq = create_cq;
   ops.create_qp = create_qp;
   ops.create_qp_ex = create_qp_ex;
@@ -123,9 +141,9 @@ void neuter_command_channel(int cmd_fd) {
 }
 
 verbs_context* alloc_context(ibv_device* ibdev, int cmd_fd, void*) {
-  auto* context = static_cast<Context*>(_verbs_init_and_alloc_context(
-      ibdev, cmd_fd, sizeof(Context),
-      reinterpret_cast<verbs_context*>(offsetof(Context, base)), 0));
+  auto* context = static_cast<Context*>(
+      _verbs_init_and_alloc_context(ibdev, cmd_fd, sizeof(Context),
+                                    reinterpret_cast<verbs_context*>(offsetof(Context, base)), 0));
   if (context == nullptr) {
     return nullptr;
   }
@@ -133,8 +151,8 @@ verbs_context* alloc_context(ibv_device* ibdev, int cmd_fd, void*) {
   auto* state = new (std::nothrow) ContextState;
   const auto& device = *reinterpret_cast<Device*>(ibdev);
   std::string why;
-  const int error = state == nullptr ? ENOMEM : state->channel.open(device.socket_path,
-                                                                    state->identity, why);
+  const int error =
+      state == nullptr ? ENOMEM : state->channel.open(device.socket_path, state->identity, why);
   if (error != 0) {
     // The program only learns that the device could not be opened; say why once.
     std::fprintf(stderr, "ernic: %s: %s\n", ibdev->name, why.c_str());
@@ -165,7 +183,9 @@ const verbs_device_ops kDeviceOps = {
     .uninit_device = uninit_device,
 };
 
-__attribute__((constructor)) void register_provider() { verbs_register_driver_34(&kDeviceOps); }
+__attribute__((constructor)) void register_provider() {
+  verbs_register_driver_34(&kDeviceOps);
+}
 
 }  // namespace
 

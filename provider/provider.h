@@ -62,6 +62,7 @@ struct Cq {
   verbs_cq base;
   std::uint32_t handle;
   int depth;
+  std::uint64_t taken = 0;  // completions the program polled (ibv_req_notify_cq tells the instance)
   std::deque<emu::shm::CompletionEntry> ready;  // sorted out of the ring, not yet polled
 };
 

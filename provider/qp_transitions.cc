@@ -33,11 +33,13 @@ bool qp_transition_allowed(ibv_qp_state current, ibv_qp_state next, int mask) {
     next = current;
   }
   const int given = mask & ~IBV_QP_STATE;
-  const bool served = [](ibv_qp_state s) {
-    return s == IBV_QPS_RESET || s == IBV_QPS_INIT || s == IBV_QPS_RTR || s == IBV_QPS_RTS ||
-           s == IBV_QPS_ERR;
-  }(current) && (next == IBV_QPS_RESET || next == IBV_QPS_INIT || next == IBV_QPS_RTR ||
-                 next == IBV_QPS_RTS || next == IBV_QPS_ERR);
+  const bool served =
+      [](ibv_qp_state s) {
+        return s == IBV_QPS_RESET || s == IBV_QPS_INIT || s == IBV_QPS_RTR || s == IBV_QPS_RTS ||
+               s == IBV_QPS_ERR;
+      }(current) &&
+      (next == IBV_QPS_RESET || next == IBV_QPS_INIT || next == IBV_QPS_RTR ||
+       next == IBV_QPS_RTS || next == IBV_QPS_ERR);
   if (!served) {
     return false;
   }

@@ -2,6 +2,7 @@
 // before the instance moves its queue pair.
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "engine/wire.h"
 #include "frontend/verbs_device.h"
@@ -29,10 +30,15 @@ emu::QpState engine_state(ibv_qp_state state) {
 // InfiniBand's encoding of the RNR NAK timer (IBTA table 45), in microseconds; 0 is the longest.
 std::chrono::microseconds rnr_delay(std::uint8_t timer) {
   static constexpr std::uint32_t kMicroseconds[32] = {
-      655360, 10,   20,   30,   40,    60,    80,    120,   160,   240,   320,
-      480,    640,  960,  1280, 1920,  2560,  3840,  5120,  7680,  10240, 15360,
+      655360, 10,    20,    30,    40,    60,     80,     120,    160,    240,   320,
+      480,    640,   960,   1280,  1920,  2560,   3840,   5120,   7680,   10240, 15360,
       20480,  30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520};
   return std::chrono::microseconds(kMicroseconds[timer & 31]);
+}
+
+const char* ibv_qp_state_name(ibv_qp_state state) {
+  static const char* const kNames[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
+  return state <= IBV_QPS_ERR ? kNames[state] : "unknown";
 }
 
 int check_attributes(const Qp& qp, const ibv_qp_attr& attr, int mask) {
@@ -64,20 +70,34 @@ int check_attributes(const Qp& qp, const ibv_qp_attr& attr, int mask) {
 
 void remember(Qp& qp, const ibv_qp_attr& attr, int mask) {
   ibv_qp_attr& kept = qp.attributes;
-  if (mask & IBV_QP_ACCESS_FLAGS) kept.qp_access_flags = attr.qp_access_flags;
-  if (mask & IBV_QP_PKEY_INDEX) kept.pkey_index = attr.pkey_index;
-  if (mask & IBV_QP_PORT) kept.port_num = attr.port_num;
-  if (mask & IBV_QP_AV) kept.ah_attr = attr.ah_attr;
-  if (mask & IBV_QP_PATH_MTU) kept.path_mtu = attr.path_mtu;
-  if (mask & IBV_QP_DEST_QPN) kept.dest_qp_num = attr.dest_qp_num;
-  if (mask & IBV_QP_RQ_PSN) kept.rq_psn = attr.rq_psn;
-  if (mask & IBV_QP_SQ_PSN) kept.sq_psn = attr.sq_psn;
-  if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) kept.max_dest_rd_atomic = attr.max_dest_rd_atomic;
-  if (mask & IBV_QP_MAX_QP_RD_ATOMIC) kept.max_rd_atomic = attr.max_rd_atomic;
-  if (mask & IBV_QP_MIN_RNR_TIMER) kept.min_rnr_timer = attr.min_rnr_timer;
-  if (mask & IBV_QP_TIMEOUT) kept.timeout = attr.timeout;
-  if (mask & IBV_QP_RETRY_CNT) kept.retry_cnt = attr.retry_cnt;
-  if (mask & IBV_QP_RNR_RETRY) kept.rnr_retry = attr.rnr_retry;
+  if (mask & IBV_QP_ACCESS_FLAGS)
+    kept.qp_access_flags = attr.qp_access_flags;
+  if (mask & IBV_QP_PKEY_INDEX)
+    kept.pkey_index = attr.pkey_index;
+  if (mask & IBV_QP_PORT)
+    kept.port_num = attr.port_num;
+  if (mask & IBV_QP_AV)
+    kept.ah_attr = attr.ah_attr;
+  if (mask & IBV_QP_PATH_MTU)
+    kept.path_mtu = attr.path_mtu;
+  if (mask & IBV_QP_DEST_QPN)
+    kept.dest_qp_num = attr.dest_qp_num;
+  if (mask & IBV_QP_RQ_PSN)
+    kept.rq_psn = attr.rq_psn;
+  if (mask & IBV_QP_SQ_PSN)
+    kept.sq_psn = attr.sq_psn;
+  if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+    kept.max_dest_rd_atomic = attr.max_dest_rd_atomic;
+  if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+    kept.max_rd_atomic = attr.max_rd_atomic;
+  if (mask & IBV_QP_MIN_RNR_TIMER)
+    kept.min_rnr_timer = attr.min_rnr_timer;
+  if (mask & IBV_QP_TIMEOUT)
+    kept.timeout = attr.timeout;
+  if (mask & IBV_QP_RETRY_CNT)
+    kept.retry_cnt = attr.retry_cnt;
+  if (mask & IBV_QP_RNR_RETRY)
+    kept.rnr_retry = attr.rnr_retry;
 }
 
 }  // namespace
@@ -87,9 +107,12 @@ int modify_qp(ibv_qp* ibv, ibv_qp_attr* attr, int mask) {
   const ibv_qp_state current = ibv->state;
   const ibv_qp_state next = (mask & IBV_QP_STATE) != 0 ? attr->qp_state : current;
   if (!qp_transition_allowed(current, next, mask)) {
+    debug("ibv_modify_qp: QP 0x%x %s -> %s with attribute mask 0x%x: not a valid transition",
+          ibv->qp_num, ibv_qp_state_name(current), ibv_qp_state_name(next), mask);
     return EINVAL;
   }
   if (const int error = check_attributes(qp, *attr, mask); error != 0) {
+    debug("ibv_modify_qp: QP 0x%x: %s", ibv->qp_num, strerror(error));
     return error;
   }
   emu::QpAttributes to;

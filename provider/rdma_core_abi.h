@@ -63,8 +63,7 @@ struct verbs_device_ops {
   const struct verbs_match_ent* match_table;
   const struct verbs_device_ops** static_providers;
   bool (*match_device)(struct verbs_sysfs_dev* sysfs_dev);
-  struct verbs_context* (*alloc_context)(struct ibv_device* device, int cmd_fd,
-                                         void* private_data);
+  struct verbs_context* (*alloc_context)(struct ibv_device* device, int cmd_fd, void* private_data);
   struct verbs_context* (*import_context)(struct ibv_device* device, int cmd_fd);
   struct verbs_device* (*alloc_device)(struct verbs_sysfs_dev* sysfs_dev);
   void (*uninit_device)(struct verbs_device* device);
@@ -174,12 +173,10 @@ struct verbs_context_ops {
   int (*post_send)(struct ibv_qp* qp, struct ibv_send_wr* wr, struct ibv_send_wr** bad_wr);
   void* post_srq_ops;
   void* post_srq_recv;
-  int (*query_device_ex)(struct ibv_context* context,
-                         const struct ibv_query_device_ex_input* input,
+  int (*query_device_ex)(struct ibv_context* context, const struct ibv_query_device_ex_input* input,
                          struct ibv_device_attr_ex* attr, size_t attr_size);
   void* query_ece;
-  int (*query_port)(struct ibv_context* context, uint8_t port_num,
-                    struct ibv_port_attr* port_attr);
+  int (*query_port)(struct ibv_context* context, uint8_t port_num, struct ibv_port_attr* port_attr);
   int (*query_qp)(struct ibv_qp* qp, struct ibv_qp_attr* attr, int attr_mask,
                   struct ibv_qp_init_attr* init_attr);
   void* query_qp_data_in_order;

@@ -108,8 +108,7 @@ void SendRequest::copy_inline(std::byte* to) const {
 void submit(ContextState& state, const emu::shm::SubmitEntry& entry) {
   emu::shm::Area& area = state.channel.area();
   const std::uint32_t tail = area.submit_tail.value.load(std::memory_order_relaxed);
-  while (tail - area.submit_head.value.load(std::memory_order_acquire) >=
-         emu::shm::kSubmitSlots) {
+  while (tail - area.submit_head.value.load(std::memory_order_acquire) >= emu::shm::kSubmitSlots) {
     state.channel.ring_doorbell_if_needed();
     std::this_thread::yield();
   }

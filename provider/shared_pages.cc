@@ -26,8 +26,7 @@ bool mapped(std::uintptr_t begin, std::uintptr_t end) {
 
 }  // namespace
 
-int SharedPages::acquire(const void* address, std::size_t length, Share& share,
-                         std::string& why) {
+int SharedPages::acquire(const void* address, std::size_t length, Share& share, std::string& why) {
   const auto start = reinterpret_cast<std::uintptr_t>(address);
   if (length == 0 || start + length < start) {
     why = "empty or wrapping memory range";
@@ -48,8 +47,9 @@ int SharedPages::acquire(const void* address, std::size_t length, Share& share,
     }
   }
   if (next != by_begin_.end() && next->second.begin < end) {
-    why = "the range partly overlaps memory registered before; register ranges that are "
-          "disjoint or contained in an earlier one";
+    why =
+        "the range partly overlaps memory registered before; register ranges that are "
+        "disjoint or contained in an earlier one";
     return EINVAL;
   }
   if (!mapped(begin, end)) {
@@ -83,8 +83,7 @@ int SharedPages::move_onto_memfd(std::uintptr_t begin, std::uintptr_t end, int& 
   memfd = memfd_create("ernic-registered", MFD_CLOEXEC);
   if (memfd < 0 || ftruncate(memfd, static_cast<off_t>(size)) != 0) {
     const int error = errno;
-    why = std::string("cannot create shared memory for the registration: ") +
-          std::strerror(error);
+    why = std::string("cannot create shared memory for the registration: ") + std::strerror(error);
     if (memfd >= 0) {
       close(memfd);
     }
@@ -105,8 +104,8 @@ int SharedPages::move_onto_memfd(std::uintptr_t begin, std::uintptr_t end, int& 
   munmap(staging, size);
   if (error != 0) {
     close(memfd);
-    why = std::string("cannot move the registered pages onto shared memory: ") +
-          std::strerror(error);
+    why =
+        std::string("cannot move the registered pages onto shared memory: ") + std::strerror(error);
     return error;
   }
   return 0;

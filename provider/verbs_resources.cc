@@ -1,5 +1,6 @@
 // Creating and destroying the objects a verbs program holds: each is created at the instance
 // (which owns the device's resources and counts them against its limits) and mirrored here.
+#include <dlfcn.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -78,6 +79,14 @@ int register_at_instance(ContextState& state, std::uint32_t pd, const SharedPage
   return 0;
 }
 
+// libernic-cdev.so made the program's completion channels; it keeps their write ends.
+int completion_channel_writer(int channel_fd) {
+  using Lookup = int (*)(int);
+  static const auto lookup =
+      reinterpret_cast<Lookup>(dlsym(RTLD_DEFAULT, "ernic_comp_channel_writer"));
+  return lookup == nullptr ? -1 : lookup(channel_fd);
+}
+
 }  // namespace
 
 ibv_pd* alloc_pd(ibv_context* context) {
@@ -107,8 +116,8 @@ int dealloc_pd(ibv_pd* ibv) {
 
 ibv_mr* reg_mr(ibv_pd* ibv, void* addr, size_t length, uint64_t iova, int access) {
   ContextState& state = state_of(ibv->context);
-  const bool remote_write_without_local = (access & IBV_ACCESS_REMOTE_WRITE) != 0 &&
-                                          (access & IBV_ACCESS_LOCAL_WRITE) == 0;
+  const bool remote_write_without_local =
+      (access & IBV_ACCESS_REMOTE_WRITE) != 0 && (access & IBV_ACCESS_LOCAL_WRITE) == 0;
   if ((access & ~kSupportedAccess) != 0 || remote_write_without_local || length == 0 ||
       length > emu::shm::kDeviceLimits.max_mr_size) {
     errno = (access & IBV_ACCESS_ON_DEMAND) != 0 ? EOPNOTSUPP : EINVAL;
@@ -127,8 +136,8 @@ ibv_mr* reg_mr(ibv_pd* ibv, void* addr, size_t length, uint64_t iova, int access
     return nullptr;
   }
   emu::MemoryKeys keys;
-  const int error = register_at_instance(state, object_of<Pd>(ibv)->handle, share, length, iova,
-                                         access, keys);
+  const int error =
+      register_at_instance(state, object_of<Pd>(ibv)->handle, share, length, iova, access, keys);
   if (error != 0) {
     state.pages.release(share.region);
     errno = error;
@@ -169,17 +178,31 @@ ibv_cq* create_cq(ibv_context* context, int cqe, ibv_comp_channel* channel, int 
     errno = EINVAL;
     return nullptr;
   }
+  auto* cq = new Cq{};
+  emu::ByteWriter body;
+  std::vector<int> fds;
   if (channel != nullptr) {
-    errno = EOPNOTSUPP;
-    return nullptr;
+    // The channel's write end goes to the instance, which writes this CQ's events into it.
+    const int writer = completion_channel_writer(channel->fd);
+    if (writer < 0) {
+      delete cq;
+      errno = EOPNOTSUPP;  // a channel libernic-cdev.so did not make
+      return nullptr;
+    }
+    body.u64(reinterpret_cast<std::uint64_t>(&cq->base.cq));
+    fds.push_back(writer);
   }
   ContextState& state = state_of(context);
   std::lock_guard lock(state.control);
-  const std::uint32_t handle = call_for_handle(state, emu::shm::Op::kCreateCq, {});
-  if (handle == 0) {
+  std::vector<std::byte> answer;
+  if (const int error = state.channel.call(emu::shm::Op::kCreateCq, body.bytes(), fds, &answer);
+      error != 0) {
+    debug("ibv_create_cq: %s", state.channel.last_error().c_str());
+    delete cq;
+    errno = error;
     return nullptr;
   }
-  auto* cq = new Cq{};
+  const std::uint32_t handle = emu::ByteReader(answer).u32();
   cq->handle = handle;
   cq->depth = cqe;
   cq->base.cq.context = context;

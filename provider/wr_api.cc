@@ -10,7 +10,9 @@
 namespace ernic::verbs {
 namespace {
 
-Qp& qp_of(ibv_qp_ex* qpx) { return *reinterpret_cast<Qp*>(qpx); }
+Qp& qp_of(ibv_qp_ex* qpx) {
+  return *reinterpret_cast<Qp*>(qpx);
+}
 
 void fail(ibv_qp_ex* qpx, int error) {
   Qp& qp = qp_of(qpx);
@@ -64,9 +66,13 @@ int wr_complete(ibv_qp_ex* qpx) {
   return error;
 }
 
-void wr_abort(ibv_qp_ex* qpx) { wr_start(qpx); }
+void wr_abort(ibv_qp_ex* qpx) {
+  wr_start(qpx);
+}
 
-void wr_send(ibv_qp_ex* qpx) { begin(qpx, emu::SendOpcode::kSend, 0, 0, 0); }
+void wr_send(ibv_qp_ex* qpx) {
+  begin(qpx, emu::SendOpcode::kSend, 0, 0, 0);
+}
 
 void wr_send_imm(ibv_qp_ex* qpx, __be32 imm) {
   begin(qpx, emu::SendOpcode::kSendWithImm, 0, 0, imm);
@@ -120,8 +126,8 @@ void wr_set_inline_data_list(ibv_qp_ex* qpx, size_t count, const ibv_data_buf* p
     fail(qpx, ENOMEM);  // its slot still belongs to a request in flight
     return;
   }
-  std::byte* to = qp.inline_buffer.data +
-                  (seq & (qp.send.wr_ids.size() - 1)) * qp.inline_buffer.slot_size;
+  std::byte* to =
+      qp.inline_buffer.data + (seq & (qp.send.wr_ids.size() - 1)) * qp.inline_buffer.slot_size;
   request->addr = reinterpret_cast<std::uint64_t>(to);
   request->lkey = qp.inline_buffer.lkey;
   request->length = static_cast<std::uint32_t>(total);
@@ -140,16 +146,30 @@ void wr_set_inline_data(ibv_qp_ex* qpx, void* addr, size_t length) {
 void wr_atomic_cmp_swp(ibv_qp_ex* qpx, uint32_t, uint64_t, uint64_t, uint64_t) {
   fail(qpx, EOPNOTSUPP);
 }
-void wr_atomic_fetch_add(ibv_qp_ex* qpx, uint32_t, uint64_t, uint64_t) { fail(qpx, EOPNOTSUPP); }
+void wr_atomic_fetch_add(ibv_qp_ex* qpx, uint32_t, uint64_t, uint64_t) {
+  fail(qpx, EOPNOTSUPP);
+}
 void wr_bind_mw(ibv_qp_ex* qpx, ibv_mw*, uint32_t, const ibv_mw_bind_info*) {
   fail(qpx, EOPNOTSUPP);
 }
-void wr_local_inv(ibv_qp_ex* qpx, uint32_t) { fail(qpx, EOPNOTSUPP); }
-void wr_send_inv(ibv_qp_ex* qpx, uint32_t) { fail(qpx, EOPNOTSUPP); }
-void wr_send_tso(ibv_qp_ex* qpx, void*, uint16_t, uint16_t) { fail(qpx, EOPNOTSUPP); }
-void wr_set_ud_addr(ibv_qp_ex* qpx, ibv_ah*, uint32_t, uint32_t) { fail(qpx, EOPNOTSUPP); }
-void wr_set_xrc_srqn(ibv_qp_ex* qpx, uint32_t) { fail(qpx, EOPNOTSUPP); }
-void wr_atomic_write(ibv_qp_ex* qpx, uint32_t, uint64_t, const void*) { fail(qpx, EOPNOTSUPP); }
+void wr_local_inv(ibv_qp_ex* qpx, uint32_t) {
+  fail(qpx, EOPNOTSUPP);
+}
+void wr_send_inv(ibv_qp_ex* qpx, uint32_t) {
+  fail(qpx, EOPNOTSUPP);
+}
+void wr_send_tso(ibv_qp_ex* qpx, void*, uint16_t, uint16_t) {
+  fail(qpx, EOPNOTSUPP);
+}
+void wr_set_ud_addr(ibv_qp_ex* qpx, ibv_ah*, uint32_t, uint32_t) {
+  fail(qpx, EOPNOTSUPP);
+}
+void wr_set_xrc_srqn(ibv_qp_ex* qpx, uint32_t) {
+  fail(qpx, EOPNOTSUPP);
+}
+void wr_atomic_write(ibv_qp_ex* qpx, uint32_t, uint64_t, const void*) {
+  fail(qpx, EOPNOTSUPP);
+}
 
 }  // namespace
 

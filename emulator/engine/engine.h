@@ -79,6 +79,11 @@ class Engine final : public FabricReceiver {
   using WriteObserver =
       std::function<void(std::uint32_t qpn, std::uint64_t iova, std::uint32_t length)>;
   void set_write_observer(WriteObserver observer) { write_observer_ = std::move(observer); }
+  // Asked, when a request that consumes a receive finds the QP's receive queue empty, to post
+  // receives the QP's owner has queued but this engine has not seen yet (a front end's ring):
+  // a NIC sees a posted receive at once, so the sender must not get an RNR NAK for it.
+  using ReceiveRefill = std::function<void(std::uint32_t qpn)>;
+  void set_receive_refill(ReceiveRefill refill) { receive_refill_ = std::move(refill); }
   std::size_t poll_cq(Handle cq, std::span<Completion> out);
 
   std::uint32_t create_qp(Handle pd, Handle send_cq, Handle recv_cq);
@@ -194,6 +199,7 @@ class Engine final : public FabricReceiver {
   bool accepted_ = false;  // the frame place_frame() is looking at was accepted
   bool take_accepted(InFlight frame);
   WriteObserver write_observer_;
+  ReceiveRefill receive_refill_;
 };
 
 }  // namespace ernic::emu

@@ -160,6 +160,9 @@ Placement Engine::place_request(QueuePair& q, const FrameHeader& h) {
   if (h.offset == 0) {
     const bool needs_receive = h.op == FrameOp::kSend || (h.flags & kFlagImmediate) != 0;
     if (needs_receive) {
+      if (q.recv_queue.empty() && receive_refill_) {
+        receive_refill_(q.qpn);
+      }
       if (q.recv_queue.empty()) {
         ++stats_.naks_sent;
         q.awaiting_retry = true;

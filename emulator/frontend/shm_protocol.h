@@ -17,7 +17,11 @@ inline constexpr std::uint32_t kProtocolVersion = 4;
 inline constexpr std::uint32_t kSubmitSlots = 4096;
 inline constexpr std::uint32_t kCompletionSlots = 8192;
 
-enum class SubmitKind : std::uint8_t { kSend = 1, kRecv = 2, kNop = 3 };
+// kArmCq (qpn: the CQ, wr_id: how many of its completions the client has taken) asks for one
+// event on the CQ's completion channel at its next completion (ibv_req_notify_cq); at once when
+// the CQ holds completions the client has not taken yet, as a NIC compares its CQ's indexes.
+// kTaken: a receive the instance took out of the ring early (ShmFrontEnd::take_receives).
+enum class SubmitKind : std::uint8_t { kTaken = 0, kSend = 1, kRecv = 2, kNop = 3, kArmCq = 4 };
 
 struct SubmitEntry {
   std::uint64_t wr_id;

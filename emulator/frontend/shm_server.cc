@@ -43,7 +43,6 @@ Bytes error_response(const std::string& message, int error_number) {
 
 }  // namespace
 
-
 ShmFrontEnd::ShmFrontEnd(EventLoop& loop, Engine& engine, Logger& log, InstanceIdentity identity)
     : loop_(loop), engine_(engine), log_(log), identity_(std::move(identity)) {
   poller_ = loop_.add_poller({
@@ -78,6 +77,14 @@ ShmFrontEnd::ShmFrontEnd(EventLoop& loop, Engine& engine, Logger& log, InstanceI
         return true;
       },
   });
+  engine_.set_receive_refill([this](std::uint32_t qpn) {
+    for (auto& [fd, c] : clients_) {
+      if (c->area != nullptr && c->qps.contains(qpn)) {
+        take_receives(*c, qpn);
+        return;
+      }
+    }
+  });
   // A WRITE into memory a client watches wakes it like a completion (write_lat waits so).
   engine_.set_write_observer([this](std::uint32_t qpn, std::uint64_t iova, std::uint32_t length) {
     for (auto& [fd, c] : clients_) {
@@ -94,6 +101,7 @@ ShmFrontEnd::ShmFrontEnd(EventLoop& loop, Engine& engine, Logger& log, InstanceI
 }
 
 ShmFrontEnd::~ShmFrontEnd() {
+  engine_.set_receive_refill({});
   engine_.set_write_observer({});
   close_all();
   loop_.remove_poller(poller_);
@@ -169,6 +177,9 @@ void ShmFrontEnd::drop(Client& c) {
   }
   for (std::uint32_t key : c.mrs) {
     engine_.dereg_mr(key);
+  }
+  for (auto& [cq, channel] : c.channels) {
+    close(channel.fd);
   }
   for (Engine::Handle cq : c.cqs) {
     engine_.destroy_cq(cq);
@@ -329,6 +340,19 @@ bool ShmFrontEnd::drain(Client& c) {
     const shm::SubmitEntry e = a.submits[head % shm::kSubmitSlots];
     ++head;
     try {
+      if (e.kind == static_cast<std::uint8_t>(shm::SubmitKind::kTaken)) {
+        continue;
+      }
+      if (e.kind == static_cast<std::uint8_t>(shm::SubmitKind::kArmCq)) {
+        if (auto channel = c.channels.find(e.qpn); channel != c.channels.end()) {
+          if (channel->second.completions > e.wr_id) {
+            c.events_due.push_back(e.qpn);
+          } else {
+            channel->second.armed = true;
+          }
+        }
+        continue;
+      }
       if (e.kind == static_cast<std::uint8_t>(shm::SubmitKind::kNop)) {
         shm::CompletionEntry done{};
         done.wr_id = e.wr_id;
@@ -371,7 +395,34 @@ bool ShmFrontEnd::drain(Client& c) {
   return true;
 }
 
+void ShmFrontEnd::take_receives(Client& c, std::uint32_t qpn) {
+  shm::Area& a = *c.area;
+  // The client writes only slots past the tail it published, so the instance may mark the
+  // entries between head and tail it has consumed early.
+  const std::uint32_t tail = a.submit_tail.value.load(std::memory_order_acquire);
+  for (std::uint32_t i = a.submit_head.value.load(std::memory_order_relaxed); i != tail; ++i) {
+    shm::SubmitEntry& e = a.submits[i % shm::kSubmitSlots];
+    if (e.kind != static_cast<std::uint8_t>(shm::SubmitKind::kRecv) || e.qpn != qpn) {
+      continue;
+    }
+    try {
+      engine_.post_recv(e.qpn, {e.wr_id, {e.addr, e.length, e.lkey}});
+    } catch (const VerbsError&) {
+      return;  // drain() meets it in order and reports it
+    }
+    e.kind = static_cast<std::uint8_t>(shm::SubmitKind::kTaken);
+  }
+}
+
 void ShmFrontEnd::push_completion(Client& c, Engine::Handle cq, const Completion& completion) {
+  if (auto channel = c.channels.find(cq); channel != c.channels.end()) {
+    ++channel->second.completions;
+    if (channel->second.armed) {
+      // The event is written after the entry below, which the program polls once woken.
+      channel->second.armed = false;
+      c.events_due.push_back(cq);
+    }
+  }
   shm::CompletionEntry e{};
   e.wr_id = completion.wr_id;
   e.qpn = completion.qpn;
@@ -408,6 +459,14 @@ void ShmFrontEnd::push_raw(Client& c, const shm::CompletionEntry& entry) {
 
 void ShmFrontEnd::notify() {
   for (auto& [fd, c] : clients_) {
+    for (Engine::Handle cq : c->events_due) {
+      if (auto channel = c->channels.find(cq); channel != c->channels.end()) {
+        // A full pipe: the program has not read its earlier events, and one more changes nothing.
+        [[maybe_unused]] auto ignored =
+            write(channel->second.fd, &channel->second.cookie, sizeof channel->second.cookie);
+      }
+    }
+    c->events_due.clear();
     if (!c->notify_pending || c->area == nullptr) {
       continue;
     }

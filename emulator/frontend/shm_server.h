@@ -51,6 +51,14 @@ class ShmFrontEnd final : public SharedMemoryDirectory {
     int fd;                   // the client's memfd, kept for peers on this machine
     std::uint64_t shared_id;  // SharedMemory::id
   };
+  // A CQ's completion channel (ibv_req_notify_cq): one event written at the next completion
+  // after the CQ was armed.
+  struct ChannelEvents {
+    int fd = -1;
+    std::uint64_t cookie = 0;
+    bool armed = false;
+    std::uint64_t completions = 0;  // pushed to the client for this CQ
+  };
   struct Client {
     int fd = -1;
     int area_fd = -1;
@@ -63,6 +71,8 @@ class ShmFrontEnd final : public SharedMemoryDirectory {
     std::set<Engine::Handle> cqs;
     std::set<std::uint32_t> mrs;
     std::set<std::uint32_t> qps;
+    std::map<Engine::Handle, ChannelEvents> channels;
+    std::vector<Engine::Handle> events_due;  // written by notify()
     bool notify_pending = false;
     std::uint64_t ring_overflows = 0;
   };
@@ -93,6 +103,8 @@ class ShmFrontEnd final : public SharedMemoryDirectory {
   // Tells every client which CPU this loop runs on: a client there blocks instead of spinning.
   void publish_cpu();
   bool drain(Client& c);
+  // Posts the receives for `qpn` still in `c`'s submit ring, ahead of the rest of the ring.
+  void take_receives(Client& c, std::uint32_t qpn);
   void push_completion(Client& c, Engine::Handle cq, const Completion& completion);
   void push_raw(Client& c, const shm::CompletionEntry& entry);
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -48,16 +49,14 @@ void prefault(std::byte* start, std::uint64_t length) {
 }  // namespace
 
 template <typename Set>
-void ShmFrontEnd::require_room(Set Client::*resource, std::uint64_t limit,
-                               const char* what) const {
+void ShmFrontEnd::require_room(Set Client::*resource, std::uint64_t limit, const char* what) const {
   std::uint64_t used = 0;
   for (const auto& [fd, client] : clients_) {
     used += ((*client).*resource).size();
   }
   if (used >= limit) {
-    throw VerbsError(fmt::format("the device has no room for more {} (its limit is {})", what,
-                                 limit),
-                     ENOMEM);
+    throw VerbsError(
+        fmt::format("the device has no room for more {} (its limit is {})", what, limit), ENOMEM);
   }
 }
 
@@ -125,8 +124,22 @@ void ShmFrontEnd::handle_deregister_mr(Client& c, Request& request) {
 
 void ShmFrontEnd::handle_create_cq(Client& c, Request& request) {
   require_room(&Client::cqs, shm::kDeviceLimits.max_cq, "completion queues");
+  // A CQ with a completion channel: the channel's write end, and what its events carry (the
+  // program's ibv_cq, as the kernel's cq_handle).
+  std::optional<ChannelEvents> channel;
+  if (request.fds.size() == 1) {
+    const int kept = fcntl(request.fds[0], F_DUPFD_CLOEXEC, 0);
+    if (kept < 0) {
+      throw VerbsError(std::string("cannot keep the completion channel: ") + std::strerror(errno),
+                       ENOMEM);
+    }
+    channel = ChannelEvents{kept, request.in.u64(), false};
+  }
   const auto cq = engine_.create_cq();
   c.cqs.insert(cq);
+  if (channel) {
+    c.channels[cq] = *channel;
+  }
   cq_owner_[cq] = &c;
   engine_.set_completion_handler(
       cq, [this, &c, cq](const Completion& completion) { push_completion(c, cq, completion); });
@@ -170,7 +183,6 @@ void ShmFrontEnd::handle_destroy_qp(Client& c, Request& request) {
   c.qps.erase(qpn);
 }
 
-
 void ShmFrontEnd::handle_release_memory(Client& c, Request& request) {
   auto it = c.regions.find(request.in.u32());
   if (it == c.regions.end()) {
@@ -196,6 +208,10 @@ void ShmFrontEnd::handle_destroy_cq(Client& c, Request& request) {
   }
   engine_.destroy_cq(cq);  // EBUSY while a QP uses it
   c.cqs.erase(cq);
+  if (auto channel = c.channels.find(cq); channel != c.channels.end()) {
+    close(channel->second.fd);
+    c.channels.erase(channel);
+  }
   cq_owner_.erase(cq);
 }
 

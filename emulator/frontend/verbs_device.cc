@@ -25,8 +25,9 @@ std::optional<Gid> gid_bytes(const std::string& text) {
 
 std::string gid_text(const Gid& gid) {
   char out[INET6_ADDRSTRLEN] = {};
-  const bool v4_mapped = std::all_of(gid.begin(), gid.begin() + 10, [](auto b) { return b == 0; }) &&
-                         gid[10] == 0xff && gid[11] == 0xff;
+  const bool v4_mapped =
+      std::all_of(gid.begin(), gid.begin() + 10, [](auto b) { return b == 0; }) &&
+      gid[10] == 0xff && gid[11] == 0xff;
   if (v4_mapped) {
     inet_ntop(AF_INET, &gid[12], out, sizeof out);
   } else {

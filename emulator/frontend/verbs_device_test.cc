@@ -40,8 +40,8 @@ TEST_CASE("the node GUID is the MAC's EUI-64") {
 TEST_CASE("the sysfs folder has what libibverbs reads to discover and describe the device") {
   TestDir dir("verbs-sysfs");
   const auto root = dir / "sysfs";
-  write_sysfs(root.string(), {"ernic_1", "/tmp/e1.sock", "02:00:00:00:00:01",
-                              {"fe80::1", "10.77.0.1"}});
+  write_sysfs(root.string(),
+              {"ernic_1", "/tmp/e1.sock", "02:00:00:00:00:01", {"fe80::1", "10.77.0.1"}});
   CHECK(read(root / "class/infiniband_verbs/abi_version") == "6\n");
   CHECK(read(root / "class/infiniband_verbs/ernic_uverbs0/ibdev") == "ernic_1\n");
   CHECK(read(root / "class/infiniband_verbs/ernic_uverbs0/dev") == "0:0\n");

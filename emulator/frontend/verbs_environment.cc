@@ -40,8 +40,7 @@ std::string verbs_library_dir() {
   return (self.parent_path().parent_path() / "lib/ernicctl").lexically_normal().string();
 }
 
-VerbsEnvironment verbs_environment(const std::string& sysfs_path,
-                                   const std::string& library_dir) {
+VerbsEnvironment verbs_environment(const std::string& sysfs_path, const std::string& library_dir) {
   return {sysfs_path, library_dir + "/libernic", library_dir + "/libernic-cdev.so"};
 }
 

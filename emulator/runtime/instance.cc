@@ -352,8 +352,8 @@ int run_instance(const InstanceConfig& config) {
     }
     if (!config.verbs_sysfs.empty()) {
       try {
-        verbs_device::write_sysfs(config.verbs_sysfs, {config.verbs_name, config.socket_path,
-                                                       config.mac, config.gids});
+        verbs_device::write_sysfs(config.verbs_sysfs,
+                                  {config.verbs_name, config.socket_path, config.mac, config.gids});
       } catch (const std::exception& e) {
         log.error("ernic: cannot describe the device for verbs programs: {}", e.what());
         exit_status = 1;

@@ -1,0 +1,324 @@
+// A real verbs program (rc_verbs_check, libibverbs only) between two real `ernicctl emulator`
+// processes, a manager and a worker on loopback, each reached through the ERNIC provider under
+// its instance's verbs environment (SYSFS_PATH, RDMAV_DRIVERS, LD_PRELOAD), as perftest and
+// ibv_rc_pingpong reach them.
+//
+// Compile definitions: ERNIC_BINARY (ernicctl), ERNIC_VERBS_LIBRARY_DIR (the directory of
+// libernic-rdmav34.so and libernic-cdev.so) and RC_VERBS_CHECK_BINARY.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frontend/verbs_environment.h"
+#include "hosts/local_host.h"
+#include "runtime/instance.h"
+#include "supervisor.h"
+#include "test_dir.h"
+#include "test_process.h"
+
+extern char** environ;
+
+namespace ernic::emu {
+namespace {
+
+// A child process stopped when this goes away: SIGTERM, then SIGKILL after a bounded wait.
+class Child {
+ public:
+  explicit Child(pid_t pid) : pid_(pid) {}
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  ~Child() { stop(); }
+  // Its exit status, waiting at most `limit` (-1: killed, or had to be killed).
+  int wait(std::chrono::seconds limit) {
+    const int status = wait_exit(pid_, limit);
+    pid_ = -1;
+    return status;
+  }
+  void stop() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      wait_exit(pid_, std::chrono::seconds(5));
+      pid_ = -1;
+    }
+  }
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_;
+};
+
+std::vector<std::string> verbs_args(const std::filesystem::path& dir, int id) {
+  return {"--verbs-sysfs",       (dir / ("sysfs" + std::to_string(id))).string(),
+          "--verbs-name",        "ernic_" + std::to_string(id),
+          "--stats-interval-ms", "100"};
+}
+
+// Starts instance 2 of `config`, a worker of `manager`, as the Supervisor would (which gives
+// every instance the same extra arguments: each needs a verbs device of its own).
+pid_t start_worker(const SupervisorConfig& config, const InstanceInfo& worker,
+                   const InstanceInfo& manager) {
+  const auto args =
+      instance_arguments(config, worker, manager.bind + ":" + std::to_string(manager.mesh_port));
+  return spawn_ernicctl(args, config.dir / "ernic2.out");
+}
+
+// Runs `program args...` with `environment` added to this process's, its output in `output`.
+pid_t spawn_with_environment(const std::string& program, const std::vector<std::string>& args,
+                             const VerbsEnvironment& environment,
+                             const std::filesystem::path& output) {
+  // Everything the child needs is built before fork: the child only execs.
+  std::vector<std::string> env;
+  const auto variables = environment.variables();
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    bool replaced = false;
+    for (const auto& [name, value] : variables) {
+      replaced = replaced || entry.rfind(name + "=", 0) == 0;
+    }
+    if (!replaced) {
+      env.push_back(entry);
+    }
+  }
+  for (const auto& [name, value] : variables) {
+    env.push_back(name + "=" + value);
+  }
+  std::vector<char*> envp;
+  for (auto& e : env) {
+    envp.push_back(e.data());
+  }
+  envp.push_back(nullptr);
+  std::vector<std::string> all{program};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) {
+    argv.push_back(a.data());
+  }
+  argv.push_back(nullptr);
+  const std::string out = output.string();
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) {
+      _exit(127);
+    }
+    const int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd < 0) {
+      _exit(126);
+    }
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+std::uint64_t stat_value(const std::filesystem::path& stats, const std::string& key) {
+  const auto values = Supervisor::read_stats(stats);
+  const auto found = values.find(key);
+  return found == values.end() ? 0 : std::stoull(found->second);
+}
+
+// Whether `key` in `stats` reaches `at_least` within a few seconds (the file is rewritten every
+// 100 ms here).
+bool counts_at_least(const std::filesystem::path& stats, const std::string& key,
+                     std::uint64_t at_least) {
+  return observe([&] { return stat_value(stats, key) >= at_least; }, std::chrono::seconds(5));
+}
+
+// A manager and a worker instance, each with a verbs device of its own (ernic_1, ernic_2).
+bool server_listens(std::uint16_t port) {
+  return proc_net_tcp_listens(read_all("/proc/net/tcp"), port) ||
+         proc_net_tcp_listens(read_all("/proc/net/tcp6"), port);
+}
+
+class TwoInstances {
+ public:
+  TwoInstances() : dir_("verbs") {
+    SupervisorConfig config;
+    config.executable = ERNIC_BINARY;
+    config.instances = 1;  // the manager; its worker needs a verbs device of its own (below)
+    config.token = "verbs-test-token";
+    config.dir = dir_.path();
+    config.ready_timeout = std::chrono::milliseconds(20000);
+    config.extra_args = verbs_args(dir_.path(), 1);
+    supervisor_.start(config);
+    manager_ = supervisor_.instances().front();
+    SupervisorConfig worker_config = config;
+    worker_config.extra_args = verbs_args(dir_.path(), 2);
+    worker_info_ = planned_instance(worker_config, 2);
+    worker_ = std::make_unique<Child>(start_worker(worker_config, worker_info_, manager_));
+    REQUIRE(worker_->pid() > 0);
+    const bool worker_ready = observe(
+        [&] {
+          return read_all(worker_info_.log).find(kReadyLine) != std::string::npos &&
+                 std::filesystem::exists(worker_info_.socket);
+        },
+        std::chrono::seconds(20));
+    INFO("worker log:" << Supervisor::tail(worker_info_.log, 20)
+                       << "\nworker output: " << read_all(dir_.path() / "ernic2.out"));
+    REQUIRE(worker_ready);
+    REQUIRE(std::filesystem::exists(dir_.path() / "sysfs1"));
+    REQUIRE(std::filesystem::exists(dir_.path() / "sysfs2"));
+  }
+  ~TwoInstances() {
+    worker_->stop();  // before the manager
+    supervisor_.stop();
+  }
+
+  VerbsEnvironment environment(int instance) const {
+    return verbs_environment((dir_.path() / ("sysfs" + std::to_string(instance))).string(),
+                             ERNIC_VERBS_LIBRARY_DIR);
+  }
+  const std::filesystem::path& dir() const { return dir_.path(); }
+  const InstanceInfo& manager() const { return manager_; }
+  const InstanceInfo& worker() const { return worker_info_; }
+  Supervisor& supervisor() { return supervisor_; }
+  std::string logs() const {
+    return "\nmanager log:" + Supervisor::tail(manager_.log, 20) +
+           "\nworker log:" + Supervisor::tail(worker_info_.log, 20);
+  }
+
+  struct Run {
+    int server_status;
+    int client_status;
+    std::string server_text;
+    std::string client_text;
+  };
+  // `program server_args` on the manager's device, then `program client_args` on the worker's;
+  // their exit statuses and what they printed.
+  Run run_pair(const std::string& program, const std::vector<std::string>& server_args,
+               const std::vector<std::string>& client_args, const std::string& name,
+               std::uint16_t port) {
+    const auto server_out = dir_.path() / (name + ".server.out");
+    const auto client_out = dir_.path() / (name + ".client.out");
+    Child server(spawn_with_environment(program, server_args, environment(1), server_out));
+    // perftest's and ibv_rc_pingpong's clients give up at once when nobody listens yet; a
+    // connect probe would be the one client the server serves, so read the listen table.
+    observe([&] { return server_listens(port); }, std::chrono::seconds(20));
+    Child client(spawn_with_environment(program, client_args, environment(2), client_out));
+    const int client_status = client.wait(std::chrono::seconds(120));
+    const int server_status = server.wait(std::chrono::seconds(30));
+    return {server_status, client_status, read_all(server_out), read_all(client_out)};
+  }
+
+ private:
+  TestDir dir_;
+  Supervisor supervisor_;  // stops the manager last, whatever happens
+  InstanceInfo manager_;
+  InstanceInfo worker_info_;
+  std::unique_ptr<Child> worker_;
+};
+
+TEST_CASE("rc_verbs_check passes between a manager's and a worker's verbs devices") {
+  TwoInstances instances;
+  const std::string port = port_for_test(7);
+  const auto run =
+      instances.run_pair(RC_VERBS_CHECK_BINARY, {"server", port, "-d", "ernic_1", "-g", "0"},
+                         {"client", "127.0.0.1", port, "-d", "ernic_2", "-g", "0"},
+                         "rc_verbs_check", static_cast<std::uint16_t>(std::stoi(port)));
+  INFO("server output:\n"
+       << run.server_text << "\nclient output:\n"
+       << run.client_text << instances.logs());
+  CHECK(run.server_status == 0);
+  CHECK(run.client_status == 0);
+  CHECK_THAT(run.server_text, Catch::Contains("checks passed"));
+  CHECK_THAT(run.client_text, Catch::Contains("checks passed"));
+  CHECK(instances.supervisor().check_alive().empty());
+
+  // Bytes moved: the client SENDs and WRITEs each size once (and 4097 bytes again), and READs
+  // each size from the server; the server places the SENDs and WRITEs and answers the READs.
+  constexpr std::uint64_t kEachWay = 1 + 4097 + 65536 + (8u << 20);
+  const auto& server_stats = instances.manager().stats;
+  const auto& client_stats = instances.worker().stats;
+  CHECK(counts_at_least(client_stats, "bytes_sent", 2 * kEachWay));
+  CHECK(counts_at_least(client_stats, "rdma_write_bytes", kEachWay));
+  CHECK(counts_at_least(client_stats, "rdma_read_bytes", kEachWay));
+  CHECK(counts_at_least(server_stats, "bytes_received", 2 * kEachWay));
+  CHECK(counts_at_least(server_stats, "bytes_sent", kEachWay));
+  // The bad lkey and the bad rkey.
+  CHECK(counts_at_least(client_stats, "errors", 2));
+}
+
+// Debian's own binaries, unmodified (ibverbs-utils, perftest): each tool's success as it reports
+// it, and the bytes the instances' counters saw move.
+TEST_CASE("Debian's ibv_devinfo, ibv_rc_pingpong and perftest run through the provider") {
+  if (!std::filesystem::exists("/usr/bin/ib_write_bw") ||
+      !std::filesystem::exists("/usr/bin/ibv_rc_pingpong")) {
+    WARN("perftest or ibverbs-utils is not installed (.ci/install-packages --all installs them)");
+    return;
+  }
+  TwoInstances instances;
+  const auto devinfo_out = instances.dir() / "ibv_devinfo.out";
+  Child devinfo(spawn_with_environment("/usr/bin/ibv_devinfo", {"-v"}, instances.environment(1),
+                                       devinfo_out));
+  CHECK(devinfo.wait(std::chrono::seconds(30)) == 0);
+  const std::string info = read_all(devinfo_out);
+  CHECK_THAT(info, Catch::Contains("hca_id:\ternic_1"));
+  CHECK_THAT(info, Catch::Contains("PORT_ACTIVE"));
+  CHECK_THAT(info, Catch::Contains("vendor_id:\t\t\t0x1dd8"));
+  CHECK_THAT(info, Catch::Contains("RoCE v2"));
+
+  const auto moved_before = stat_value(instances.worker().stats, "bytes_sent");
+  struct Tool {
+    std::string program;
+    std::vector<std::string> args;
+    std::string success;  // what the client prints when it measured
+    std::uint64_t bytes;  // at least this many more sent by the client's instance
+  };
+  const std::vector<Tool> tools = {
+      {"/usr/bin/ibv_rc_pingpong",
+       {"-g", "0", "-s", "4096", "-n", "100", "-c"},
+       "iters in",
+       100 * 4096},
+      {"/usr/bin/ib_write_bw", {"-x", "0", "-a", "-n", "5", "-F"}, "8388608", 5u << 23},
+      {"/usr/bin/ib_send_lat", {"-x", "0", "-s", "4096", "-n", "200", "-F"}, "4096", 200 * 4096},
+      {"/usr/bin/ib_read_bw", {"-x", "0", "-q", "4", "-s", "65536", "-n", "100", "-F"}, "65536", 0},
+      {"/usr/bin/ib_send_bw",
+       {"-x", "0", "-b", "-s", "65536", "-n", "100", "-F"},
+       "65536",
+       100 * 65536},
+  };
+  int round = 0;
+  for (const Tool& tool : tools) {
+    const std::string port = port_for_test(20 + round++);
+    std::vector<std::string> server{"-d", "ernic_1", "-p", port};
+    std::vector<std::string> client{"-d", "ernic_2", "-p", port};
+    server.insert(server.end(), tool.args.begin(), tool.args.end());
+    client.insert(client.end(), tool.args.begin(), tool.args.end());
+    client.push_back("127.0.0.1");
+    const auto before = stat_value(instances.worker().stats, "bytes_sent");
+    const auto run = instances.run_pair(tool.program, server, client,
+                                        std::filesystem::path(tool.program).filename(),
+                                        static_cast<std::uint16_t>(std::stoi(port)));
+    INFO(tool.program << "\nserver output:\n"
+                      << run.server_text << "\nclient output:\n"
+                      << run.client_text << instances.logs());
+    CHECK(run.server_status == 0);
+    CHECK(run.client_status == 0);
+    CHECK_THAT(run.client_text, Catch::Contains(tool.success));
+    if (tool.bytes > 0) {
+      CHECK(counts_at_least(instances.worker().stats, "bytes_sent", before + tool.bytes));
+    }
+  }
+  // ib_read_bw's bytes travel the other way: the manager's instance answered the READs.
+  CHECK(counts_at_least(instances.manager().stats, "bytes_sent", 4 * 100 * 65536));
+  CHECK(stat_value(instances.worker().stats, "bytes_sent") > moved_before);
+  CHECK(instances.supervisor().check_alive().empty());
+}
+
+}  // namespace
+}  // namespace ernic::emu
