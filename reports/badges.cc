@@ -5,7 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "output_files.h"
+#include "common/durable_file.h"
 
 namespace ernic::reports {
 namespace {
@@ -87,7 +87,7 @@ std::vector<BadgeFile> render_badges(const RunIndex& index, const std::string& r
 
 void write_badges(const std::filesystem::path& dir, const std::vector<BadgeFile>& badges) {
   for (const auto& badge : badges) {
-    write_file_atomically(dir / badge.file_name, badge.content);
+    write_file_durably(dir / badge.file_name, badge.content, {.durability = Durability::kDerived});
   }
 }
 

@@ -1,8 +1,10 @@
 #include "history_tools.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <stdexcept>
 #include <unordered_map>
@@ -149,6 +151,28 @@ ValidationReport validate_history(const std::filesystem::path& file) {
     }
   }
   return report;
+}
+
+SavedRecordAppend append_saved_record(const std::filesystem::path& record_file,
+                                      const std::filesystem::path& history) {
+  std::ifstream in(record_file, std::ios::binary);
+  if (!in) {
+    throw std::runtime_error(fmt::format("cannot read {}", record_file.string()));
+  }
+  nlohmann::json record = nlohmann::json::parse(in, nullptr, false);
+  if (!record.is_object()) {
+    throw std::runtime_error(fmt::format("{} is not a JSON object", record_file.string()));
+  }
+  if (auto problems = record_problems(record); !problems.empty()) {
+    throw std::runtime_error(fmt::format("{} is not a history record: {}", record_file.string(),
+                                         fmt::join(problems, "; ")));
+  }
+  for (const auto& line : read_history(history).lines) {
+    if (line.record && *line.record == record) {
+      return {.already_present = true};
+    }
+  }
+  return {.repair = append_history_record(history, record).repair};
 }
 
 }  // namespace ernic::reports

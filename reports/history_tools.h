@@ -46,4 +46,17 @@ ValidationReport validate_history(const std::filesystem::path& file);
 // What is wrong with one record ("" entries never; empty when it is valid).
 std::vector<std::string> record_problems(const nlohmann::json& record);
 
+struct SavedRecordAppend {
+  // The history already held this very record (an earlier `history append` of it): nothing was
+  // appended, so adding a saved record twice is harmless.
+  bool already_present = false;
+  std::string repair;  // HistoryAppend::repair: a torn tail mended first
+};
+
+// Appends a record that a run saved to a file (its record.json, two-space-indented, or the
+// record a run could not append) to `history` as one line. Throws std::runtime_error when the
+// file is missing, is not JSON, or is not a well-formed record (naming its problems).
+SavedRecordAppend append_saved_record(const std::filesystem::path& record_file,
+                                      const std::filesystem::path& history);
+
 }  // namespace ernic::reports

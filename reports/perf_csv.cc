@@ -7,8 +7,8 @@
 #include <tuple>
 #include <utility>
 
+#include "common/durable_file.h"
 #include "history/statistics.h"
-#include "output_files.h"
 
 namespace ernic::reports {
 namespace {
@@ -199,7 +199,7 @@ nlohmann::json perf_summary(const std::array<PerfTable, 3>& tables) {
 std::size_t write_perf_csv(const std::filesystem::path& dir,
                            const std::array<PerfTable, 3>& tables) {
   for (const auto& table : tables) {
-    write_file_atomically(dir / table.file_name(), table.csv());
+    write_file_durably(dir / table.file_name(), table.csv(), {.durability = Durability::kDerived});
   }
   return tables.size();
 }

@@ -39,7 +39,8 @@ struct CompareArgs {
 
 struct HistoryArgs {
   std::size_t max_runs = 60;
-  std::string file;
+  std::string file = kDefaultHistory;
+  std::string record;
   std::string out;
   std::vector<std::string> inputs;
   SyntheticOptions synthetic;
@@ -129,6 +130,28 @@ void add_history(CLI::App& app, CommandContext& context) {
                  result.kept, result.removed, result.corrupt_kept);
     } catch (const std::exception& e) {
       fmt::print(stderr, "ernicctl history trim: {}\n", e.what());
+      context.exit_code = kExitBadInput;
+    }
+  });
+
+  auto* append = history->add_subcommand(
+      "append",
+      "Add a run's saved record (RUN_DIR/record.json) to a history: for a run that could not "
+      "append it (exit status 3)");
+  append->add_option("RECORD", args->record, "The record file")->required();
+  append->add_option("--history", args->file, "History file")->capture_default_str();
+  append->callback([args, &context] {
+    try {
+      auto result = append_saved_record(args->record, args->file);
+      if (!result.repair.empty()) {
+        fmt::print(stderr, "warning: {}\n", result.repair);
+      }
+      fmt::print("{}: {}\n", args->file,
+                 result.already_present
+                     ? fmt::format("already holds {}; nothing appended", args->record)
+                     : fmt::format("appended {}", args->record));
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "ernicctl history append: {}\n", e.what());
       context.exit_code = kExitBadInput;
     }
   });

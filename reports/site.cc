@@ -11,10 +11,10 @@
 #include <unordered_map>
 
 #include "badges.h"
+#include "common/durable_file.h"
 #include "common/version.h"
 #include "history/statistics.h"
 #include "markup.h"
-#include "output_files.h"
 #include "record_points.h"
 #include "site_parts.h"
 #include "svg_chart.h"
@@ -297,7 +297,7 @@ SiteSummary write_site(const RunIndex& index, const SiteOptions& options,
   PageWriter writer(index, options, summary.warnings);
   std::string html = writer.render();
   summary.page = out_dir / "index.html";
-  write_file_atomically(summary.page, html);
+  write_file_durably(summary.page, html, {.durability = Durability::kDerived});
   std::string runner =
       options.badge_runner.empty() ? newest_runner_class(index) : options.badge_runner;
   write_badges(out_dir, render_badges(index, runner));

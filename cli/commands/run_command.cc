@@ -70,6 +70,18 @@ struct RunFlags {
   PointSelection selection;
 };
 
+// An interrupted run stays 130 whatever it wrote; otherwise a record that is not in the history
+// outranks the points' outcome, and a run file that could not be written fails the run.
+int run_exit_status(RunStatus status, const RunOutputs& outputs) {
+  if (status == RunStatus::kIncomplete) {
+    return kExitInterrupted;
+  }
+  if (!outputs.record_saved) {
+    return kExitRecordNotSaved;
+  }
+  return status == RunStatus::kPassed && outputs.all_files_written ? kExitOk : kExitFailed;
+}
+
 int run(const RunFlags& flags, const Platform& platform) {
   Interrupt::install();
   auto scenario = load_or_report(platform, flags.scenario, flags.sets);
@@ -108,19 +120,11 @@ int run(const RunFlags& flags, const Platform& platform) {
     return kExitBadInput;
   }
   RunResult& result = *executed;
-  write_run_outputs(*scenario, plan, result, flags.output == "json");
+  RunOutputs outputs = write_run_outputs(*scenario, plan, result, flags.output == "json");
   if (flags.attach) {
     note_attached_run(flags.state, result);
   }
-  switch (result.status) {
-    case RunStatus::kPassed:
-      return kExitOk;
-    case RunStatus::kIncomplete:
-      return kExitInterrupted;
-    case RunStatus::kFailed:
-      return kExitFailed;
-  }
-  return kExitFailed;
+  return run_exit_status(result.status, outputs);
 }
 
 }  // namespace

@@ -5,10 +5,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 
+#include "common/durable_file.h"
 #include "history/history_file.h"
 #include "history/record.h"
 #include "perf_csv.h"
@@ -143,48 +146,134 @@ void print_summary_table(const HistoryRecord& record, const std::string& history
   }
 }
 
-}  // namespace
+// Writes files derived from the record; a file that cannot be written is reported and the rest
+// are still written.
+struct OutputWriter {
+  bool all_written = true;
 
-void write_run_outputs(const Scenario& scenario, const Plan& plan, const RunResult& result,
-                       bool json_output) {
-  HistoryRecord record = build_history_record(scenario, result);
-  {
-    std::ofstream out(result.run_dir / "record.json");
-    out << nlohmann::json(record).dump(2) << "\n";
-  }
-  std::string junit = reports::render_junit(record);
-  {
-    std::ofstream(result.run_dir / "summary.md") << reports::render_markdown_summary(record);
-    std::ofstream(result.run_dir / "junit.xml") << junit;
-  }
-  // rocm-ernic's report script reads RESULTS/perf-csv/*.csv and RESULTS/junit/*.xml.
-  std::filesystem::create_directories(result.run_dir / "junit");
-  std::ofstream(result.run_dir / "junit" / "junit.xml") << junit;
-  auto tables = reports::perf_tables(record);
-  std::size_t csv_files = reports::write_perf_csv(result.run_dir / "perf-csv", tables);
-  if (const char* step_summary = std::getenv("GITHUB_STEP_SUMMARY");
-      step_summary && *step_summary) {
-    std::ofstream(step_summary, std::ios::app) << reports::render_markdown_summary(record) << "\n";
-  }
-  std::string history_path;
-  if (scenario.history.enabled) {
+  template <typename Write>
+  void attempt(Write write) {
     try {
-      append_history_record(scenario.history.path, record);
-      history_path = scenario.history.path.string();
+      write();
     } catch (const std::exception& e) {
-      std::cerr << "error: the result was not added to the history: " << e.what() << "\n";
+      std::cerr << "error: " << e.what() << "\n";
+      all_written = false;
     }
   }
-  nlohmann::json summary = summary_json(record, history_path, tables, csv_files);
-  {
-    std::ofstream out(result.run_dir / "summary.json");
-    out << summary.dump(2) << "\n";
+  void write(const std::filesystem::path& path, const std::string& content) {
+    attempt([&] { write_file_durably(path, content, {.durability = Durability::kDerived}); });
   }
+};
+
+void append_to_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::app);
+  out << text;
+  out.close();
+  if (!out) {
+    throw std::runtime_error(
+        fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
+  }
+}
+
+// Where the record goes when neither the run directory nor the history could take it.
+std::filesystem::path fallback_record_path(const RunResult& result) {
+  return std::filesystem::temp_directory_path() /
+         fmt::format("ernicctl-record-{}.json", result.run_dir.filename().string());
+}
+
+// The record is in neither the history nor record.json: put it where it can be added from, and
+// say where; print it when even that fails, so it is never lost without a trace.
+void rescue_record(const RunResult& result, const std::string& record_text,
+                   const std::string& history) {
+  std::filesystem::path fallback = fallback_record_path(result);
+  try {
+    write_file_durably(fallback, record_text);
+    std::cerr << fmt::format(
+        "error: the record of this run is saved only in {}: add it with `ernicctl history append "
+        "{}{}`\n",
+        fallback.string(), fallback.string(), history.empty() ? "" : " --history " + history);
+  } catch (const std::exception& e) {
+    std::cerr << fmt::format(
+        "error: {}; the record of this run is printed below: save it to a file and add it with "
+        "`ernicctl history append FILE`\n{}",
+        e.what(), record_text);
+  }
+}
+
+// Saves the record before anything derived from it: record.json in the run directory, then the
+// history line, each attempted whatever became of the other, so that a full run directory
+// cannot cost the history its record. Returns the history's path when the line was appended.
+std::string save_record(const Scenario& scenario, const RunResult& result,
+                        const HistoryRecord& record, RunOutputs& outputs) {
+  std::string record_text = nlohmann::json(record).dump(2) + "\n";
+  std::filesystem::path record_file = result.run_dir / "record.json";
+  bool in_run_dir = true;
+  try {
+    write_file_durably(record_file, record_text);
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    in_run_dir = false;
+    outputs.all_files_written = false;
+  }
+  std::string history = scenario.history.path.string();
+  if (!scenario.history.enabled) {
+    outputs.record_saved = in_run_dir;
+  } else {
+    try {
+      HistoryAppend append = append_history_record(scenario.history.path, record);
+      if (!append.repair.empty()) {
+        std::cerr << "warning: " << append.repair << "\n";
+      }
+      return history;
+    } catch (const std::exception& e) {
+      std::cerr << "error: the record was not added to the history: " << e.what() << "\n";
+      outputs.record_saved = false;
+    }
+    if (in_run_dir) {
+      std::cerr << fmt::format(
+          "error: the record of this run is in {}: add it with `ernicctl history append {} "
+          "--history {}` once the history can be written\n",
+          record_file.string(), record_file.string(), history);
+      return "";
+    }
+  }
+  if (!in_run_dir) {
+    rescue_record(result, record_text, scenario.history.enabled ? history : "");
+  }
+  return "";
+}
+
+}  // namespace
+
+RunOutputs write_run_outputs(const Scenario& scenario, const Plan& plan, const RunResult& result,
+                             bool json_output) {
+  HistoryRecord record = build_history_record(scenario, result);
+  RunOutputs outputs;
+  std::string history_path = save_record(scenario, result, record, outputs);
+  OutputWriter derived;
+  std::string junit = reports::render_junit(record);
+  derived.write(result.run_dir / "summary.md", reports::render_markdown_summary(record));
+  derived.write(result.run_dir / "junit.xml", junit);
+  // rocm-ernic's report script reads RESULTS/perf-csv/*.csv and RESULTS/junit/*.xml.
+  derived.write(result.run_dir / "junit" / "junit.xml", junit);
+  auto tables = reports::perf_tables(record);
+  std::size_t csv_files = 0;
+  derived.attempt(
+      [&] { csv_files = reports::write_perf_csv(result.run_dir / "perf-csv", tables); });
+  if (const char* step_summary = std::getenv("GITHUB_STEP_SUMMARY");
+      step_summary && *step_summary) {
+    derived.attempt(
+        [&] { append_to_file(step_summary, reports::render_markdown_summary(record) + "\n"); });
+  }
+  nlohmann::json summary = summary_json(record, history_path, tables, csv_files);
+  derived.write(result.run_dir / "summary.json", summary.dump(2) + "\n");
+  outputs.all_files_written = outputs.all_files_written && derived.all_written;
   if (json_output) {
     std::cout << summary.dump(2) << std::endl;
   } else {
     print_summary_table(record, history_path, plan);
   }
+  return outputs;
 }
 
 }  // namespace ernic

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
@@ -165,6 +166,56 @@ TEST_CASE("a run directory holds rocm-ernic's perf-csv/ and junit/", "[run_outpu
   CHECK(read_file(run_dir / "junit" / "junit.xml") == read_file(run_dir / "junit.xml"));
   CHECK(read_file(run_dir / "junit.xml").find("<testcase") != std::string::npos);
   CHECK_FALSE(fs::exists(run.scenario.history.path.string() + ".lock"));
+}
+
+TEST_CASE("the record reaches the history though the run directory takes no file",
+          "[run_outputs]") {
+  TempDir dir;
+  auto run = quickstart_like(dir.path);
+  const auto& run_dir = run.run.run_dir;
+  // A directory where record.json goes and a file where perf-csv/ goes: both writes fail.
+  fs::create_directories(run_dir / "record.json");
+  std::ofstream(run_dir / "perf-csv") << "in the way\n";
+  RunOutputs outputs =
+      write_run_outputs(run.scenario, run.plan, run.finish(RunStatus::kFailed), true);
+  CHECK(outputs.record_saved);
+  CHECK_FALSE(outputs.all_files_written);
+  std::string history = read_file(run.scenario.history.path);
+  REQUIRE(std::count(history.begin(), history.end(), '\n') == 1);
+  CHECK(nlohmann::json::parse(history)["run_id"] == "20261130T054000Z-test");
+  // What comes after the failed files is still written.
+  CHECK(fs::exists(run_dir / "summary.json"));
+  CHECK(fs::exists(run_dir / "junit.xml"));
+}
+
+TEST_CASE("a history that cannot be written leaves the record in record.json, not saved",
+          "[run_outputs]") {
+  TempDir dir;
+  auto run = quickstart_like(dir.path);
+  fs::create_directories(run.scenario.history.path);  // a directory: the append fails
+  RunOutputs outputs =
+      write_run_outputs(run.scenario, run.plan, run.finish(RunStatus::kPassed), true);
+  CHECK_FALSE(outputs.record_saved);
+  CHECK(outputs.all_files_written);
+  auto record = nlohmann::json::parse(read_file(run.run.run_dir / "record.json"));
+  CHECK(record["run_id"] == "20261130T054000Z-test");
+  CHECK(nlohmann::json::parse(read_file(run.run.run_dir / "summary.json"))["history"].is_null());
+}
+
+TEST_CASE("a record that neither the run directory nor the history takes goes to the temp dir",
+          "[run_outputs]") {
+  TempDir dir;
+  auto run = quickstart_like(dir.path);
+  fs::create_directories(run.scenario.history.path);
+  fs::create_directories(run.run.run_dir / "record.json");
+  auto fallback = fs::temp_directory_path() / "ernicctl-record-20261130T054000Z-test.json";
+  fs::remove(fallback);
+  RunOutputs outputs =
+      write_run_outputs(run.scenario, run.plan, run.finish(RunStatus::kPassed), true);
+  CHECK_FALSE(outputs.record_saved);
+  REQUIRE(fs::exists(fallback));
+  CHECK(nlohmann::json::parse(read_file(fallback))["run_id"] == "20261130T054000Z-test");
+  fs::remove(fallback);
 }
 
 }  // namespace

@@ -8,10 +8,12 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
 
+#include "common/durable_file.h"
 #include "common/subprocess.h"
 #include "common/units.h"
 #include "emulators/external_placed.h"
@@ -384,8 +386,13 @@ class ExternalEmulator final : public EmulatorKind {
       }
       throw;
     }
-    std::ofstream(context.run_dir / "instances.json")
-        << external_manifest(instances).dump(2) << "\n";
+    // For a person reading the run directory; the running instances are held in memory, so a full
+    // run directory must not stop them.
+    if (auto reason = write_file_durably_or_reason(context.run_dir / "instances.json",
+                                                   external_manifest(instances).dump(2) + "\n");
+        !reason.empty()) {
+      std::cerr << "warning: " << reason << "\n";
+    }
     return running_external(std::move(settings), std::move(instances), std::move(version));
   }
 };

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <regex>
 #include <thread>
 
+#include "common/durable_file.h"
 #include "common/interrupt.h"
 #include "emulators/external_running.h"
 #include "hosts/local_host.h"
@@ -284,7 +286,13 @@ std::unique_ptr<RunningEmulator> start_placed_external(const ExternalSettings& s
     state->instances[i]->set_ready();
   }
   ExternalInstances instances(state->instances.begin(), state->instances.end());
-  std::ofstream(context.run_dir / "instances.json") << external_manifest(instances).dump(2) << "\n";
+  // For a person reading the run directory; the running instances are held in memory, so a full
+  // run directory must not stop them.
+  if (auto reason = write_file_durably_or_reason(context.run_dir / "instances.json",
+                                                 external_manifest(instances).dump(2) + "\n");
+      !reason.empty()) {
+    std::cerr << "warning: " << reason << "\n";
+  }
   return running_external(settings, std::move(instances), version);
 }
 

@@ -6,11 +6,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
+
+#include "common/durable_file.h"
 
 namespace ernic {
 namespace {
@@ -59,30 +63,71 @@ class LockedHistory {
   int fd_ = -1;
 };
 
-void write_all(int fd, const std::string& data, const std::filesystem::path& path) {
-  std::size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
+// Writes all of `data` (one write(2) unless the file system cuts it short); the errno of the
+// first failure, or 0.
+int write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t written = ::write(fd, data.data(), data.size());
+    if (written < 0) {
       if (errno == EINTR) {
         continue;
       }
-      throw file_error("cannot write", path);
+      return errno;
     }
-    done += static_cast<std::size_t>(n);
+    data.remove_prefix(static_cast<std::size_t>(written));
   }
+  return 0;
 }
 
-bool ends_with_newline_or_empty(int fd) {
+// Where the last line of the file starts: just after its last newline, or 0.
+off_t start_of_last_line(int fd, off_t size, const std::filesystem::path& path) {
+  char buffer[65536];
+  for (off_t end = size; end > 0;) {
+    off_t begin = std::max<off_t>(0, end - static_cast<off_t>(sizeof buffer));
+    auto wanted = static_cast<std::size_t>(end - begin);
+    if (::pread(fd, buffer, wanted, begin) != static_cast<ssize_t>(wanted)) {
+      throw file_error("cannot read", path);
+    }
+    for (std::size_t i = wanted; i-- > 0;) {
+      if (buffer[i] == '\n') {
+        return begin + static_cast<off_t>(i) + 1;
+      }
+    }
+    end = begin;
+  }
+  return 0;
+}
+
+// A file that does not end in a newline was left by a writer that died in the middle of its
+// append (or edited by hand). Readers would warn about that line forever and the next record
+// would be glued to it, so the tail is mended first: a whole record gets its newline, a torn
+// one is cut off. Returns what was done, "" when nothing was needed.
+std::string repair_torn_tail(int fd, const std::filesystem::path& path) {
   off_t size = ::lseek(fd, 0, SEEK_END);
-  if (size <= 0) {
-    return true;
-  }
   char last = '\n';
-  if (::pread(fd, &last, 1, size - 1) != 1) {
-    return true;
+  if (size <= 0 || ::pread(fd, &last, 1, size - 1) != 1 || last == '\n') {
+    return "";
   }
-  return last == '\n';
+  off_t line_start = start_of_last_line(fd, size, path);
+  std::string tail(static_cast<std::size_t>(size - line_start), '\0');
+  if (::pread(fd, tail.data(), tail.size(), line_start) != static_cast<ssize_t>(tail.size())) {
+    throw file_error("cannot read", path);
+  }
+  std::string ignored;
+  if (parse_history_line(tail, ignored)) {
+    if (int error = write_all(fd, "\n"); error != 0) {
+      errno = error;
+      throw file_error("cannot write", path);
+    }
+    return fmt::format("{}: the last record had no final newline; added one", path.string());
+  }
+  if (::ftruncate(fd, line_start) != 0) {
+    throw file_error("cannot repair", path);
+  }
+  return fmt::format(
+      "{}: removed a torn record of {} bytes at the end of the file (a writer stopped in the "
+      "middle of its append)",
+      path.string(), tail.size());
 }
 
 void ensure_parent(const std::filesystem::path& path) {
@@ -134,21 +179,38 @@ std::string serialize_history_record(const nlohmann::json& record) {
   return record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-void append_history_record(const std::filesystem::path& path, const nlohmann::json& record) {
+HistoryAppend append_history_record(const std::filesystem::path& path,
+                                    const nlohmann::json& record) {
   ensure_parent(path);
   std::string line = serialize_history_record(record) + "\n";
   LockedHistory history(path);
-  if (!ends_with_newline_or_empty(history.fd())) {
-    line.insert(line.begin(), '\n');  // another writer died mid-line: keep our record whole
+  HistoryAppend append{.repair = repair_torn_tail(history.fd(), path)};
+  off_t before = ::lseek(history.fd(), 0, SEEK_END);
+  if (before < 0) {
+    throw file_error("cannot append to", path);
   }
-  write_all(history.fd(), line, path);
-  if (::fsync(history.fd()) != 0) {
-    throw file_error("cannot sync", path);
+  int error = write_all(history.fd(), line);
+  if (error == 0 && ::fsync(history.fd()) != 0) {
+    error = errno;
   }
+  if (error != 0) {
+    // A full disk takes part of the line: cut it off again, so the file is as it was (and not
+    // torn for every reader after). Shrinking needs no space.
+    if (::ftruncate(history.fd(), before) == 0) {
+      ::fsync(history.fd());
+    }
+    errno = error;
+    throw file_error("cannot append to", path);
+  }
+  if (before == 0) {
+    sync_parent_directory(path);  // the file may be new: its name must survive a crash too
+  }
+  return append;
 }
 
-void append_history_record(const std::filesystem::path& path, const HistoryRecord& record) {
-  append_history_record(path, nlohmann::json(record));
+HistoryAppend append_history_record(const std::filesystem::path& path,
+                                    const HistoryRecord& record) {
+  return append_history_record(path, nlohmann::json(record));
 }
 
 HistoryContents read_history(const std::filesystem::path& path) {
@@ -168,27 +230,7 @@ void rewrite_history(const std::filesystem::path& path,
     text += line;
     text += '\n';
   }
-  auto temp = path;
-  temp += fmt::format(".tmp.{}", ::getpid());
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throw file_error("cannot create", temp);
-  }
-  try {
-    write_all(fd, text, temp);
-    if (::fsync(fd) != 0) {
-      throw file_error("cannot sync", temp);
-    }
-  } catch (...) {
-    ::close(fd);
-    std::filesystem::remove(temp);
-    throw;
-  }
-  ::close(fd);
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    std::filesystem::remove(temp);
-    throw file_error("cannot replace", path);
-  }
+  write_file_durably(path, text, {.durability = Durability::kRecord});
 }
 
 }  // namespace ernic

@@ -31,19 +31,29 @@ struct HistoryContents {
 // The JSON text of a record as stored: one line, keys sorted.
 std::string serialize_history_record(const nlohmann::json& record);
 
+// What an append did besides adding its line.
+struct HistoryAppend {
+  // Set when the file ended in a line without its newline (a writer died in the middle of an
+  // append) and the append mended it first: what was done, for the user to see.
+  std::string repair;
+};
+
 // Appends one record as one line. Concurrent appenders and rewriters serialise on an exclusive
-// flock(2) of the history file itself (nothing is left beside it); the line goes out in a single
-// write(2), so readers never see half a record. Creates the file and its directory when missing.
-// Throws std::runtime_error naming the file on failure.
-void append_history_record(const std::filesystem::path& path, const HistoryRecord& record);
+// flock(2) of the history file itself (nothing is left beside it); the line goes out whole in
+// one write(2) under the lock and is synced. On any failure (a full disk) the file is truncated
+// back to its length before the append, so it is never left torn, and std::runtime_error names
+// the file. A torn tail left by a crashed writer is repaired first (HistoryAppend::repair).
+// Creates the file and its directory when missing.
+HistoryAppend append_history_record(const std::filesystem::path& path, const HistoryRecord& record);
 // Any JSON object as one line, the same way.
-void append_history_record(const std::filesystem::path& path, const nlohmann::json& record);
+HistoryAppend append_history_record(const std::filesystem::path& path,
+                                    const nlohmann::json& record);
 
 // Reads every line; a missing file reads as empty.
 HistoryContents read_history(const std::filesystem::path& path);
 
-// Replaces the file's lines with what `edit` returns, under the lock, atomically (temporary
-// file beside it, fsync, rename): a crash leaves either the old or the new file.
+// Replaces the file's lines with what `edit` returns, under the lock, atomically
+// (write_file_durably, common/durable_file.h): a crash leaves either the old or the new file.
 void rewrite_history(const std::filesystem::path& path,
                      const std::function<std::vector<std::string>(const HistoryContents&)>& edit);
 

@@ -7,9 +7,12 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
+#include "common/file_text.h"
+#include "file_size_limit.h"
 #include "scratch_dir.h"
 
 namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
 using nlohmann::json;
 
 namespace {
@@ -72,7 +75,7 @@ TEST_CASE("a corrupt line is reported with its number, skipped, and kept by rewr
   CHECK(line == R"({"run_id": "2", "trunc)");
 }
 
-TEST_CASE("an append after a torn last line keeps the new record whole") {
+TEST_CASE("a torn tail left by a crashed writer is cut off by the next append, which says so") {
   auto path = temp_history("torn.jsonl");
   {
     std::ofstream out(path);
@@ -80,11 +83,44 @@ TEST_CASE("an append after a torn last line keeps the new record whole") {
         << "\n"
         << R"({"run_id":"2)";
   }
-  ernic::append_history_record(path, json{{"run_id", "3"}});
-  auto contents = ernic::read_history(path);
-  REQUIRE(contents.records().size() == 2);
-  CHECK(contents.records()[1]["run_id"] == "3");
-  CHECK(contents.warnings.size() == 1);
+  auto append = ernic::append_history_record(path, json{{"run_id", "3"}});
+  CHECK(append.repair == path.string() +
+                             ": removed a torn record of 12 bytes at the end of the file (a writer "
+                             "stopped in the middle of its append)");
+  CHECK(ernic::read_file_text(path) == "{\"run_id\":\"1\"}\n{\"run_id\":\"3\"}\n");
+  CHECK(ernic::read_history(path).warnings.empty());
+  // Mended once: the next append has nothing to repair.
+  CHECK(ernic::append_history_record(path, json{{"run_id", "4"}}).repair.empty());
+}
+
+TEST_CASE("a whole last record without its newline gets one before the next append") {
+  auto path = temp_history("unterminated.jsonl");
+  std::ofstream(path) << R"({"run_id":"1"})";
+  auto append = ernic::append_history_record(path, json{{"run_id", "2"}});
+  CHECK_THAT(append.repair, Contains("the last record had no final newline; added one"));
+  CHECK(ernic::read_file_text(path) == "{\"run_id\":\"1\"}\n{\"run_id\":\"2\"}\n");
+}
+
+TEST_CASE("an append that fills the disk leaves the history byte for byte as it was") {
+  auto path = temp_history("full.jsonl");
+  ernic::append_history_record(path, json{{"run_id", "1"}});
+  std::string before = ernic::read_file_text(path);
+  std::string failure;
+  {
+    // Room for part of the line only: the write is cut short, as on a full disk.
+    ernic::testing::FileSizeLimit full(before.size() + 1000);
+    try {
+      ernic::append_history_record(path,
+                                   json{{"run_id", "2"}, {"padding", std::string(8000, 'x')}});
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+  }
+  CHECK(failure == "cannot append to " + path.string() + ": File too large");
+  CHECK(ernic::read_file_text(path) == before);
+  // and the next append, with room, has no torn tail to mend
+  CHECK(ernic::append_history_record(path, json{{"run_id", "3"}}).repair.empty());
+  CHECK(ernic::read_history(path).records().size() == 2);
 }
 
 bool lock_file_beside(const fs::path& path) {

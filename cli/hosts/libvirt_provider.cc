@@ -7,6 +7,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "common/durable_file.h"
 #include "common/interrupt.h"
 #include "hosts/libvirt_accel.h"
 #include "hosts/libvirt_boot.h"
@@ -420,7 +421,12 @@ std::vector<std::unique_ptr<Host>> LibvirtProvider::create(const std::vector<Hos
     DomainSpec spec = guest_domain_spec(guest, run, run.pool_dir / overlay.volume);
     attach_emulator(guest, spec, run, progress);
     std::string xml = domain_xml(spec);
-    { std::ofstream(context.run_dir / (guest.config.name + ".domain.xml")) << xml; }
+    // A copy for a person to read: a full run directory must not stop the guest.
+    if (auto reason = write_file_durably_or_reason(
+            context.run_dir / (guest.config.name + ".domain.xml"), xml);
+        !reason.empty()) {
+      say("warning: " + reason);
+    }
     guest.started =
         define_and_start_domain(connection, guest.config.name, guest.domain, xml, cleanup);
     say(fmt::format("{}: domain {} started ({}, {} vCPU, {} MiB)", guest.config.name, guest.domain,

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/durable_file.h"
 #include "hosts/process_command.h"
 
 namespace ernic {
@@ -114,17 +115,15 @@ std::unique_ptr<RunningCommand> LocalHost::start(const CommandSpec& spec, Output
 }
 
 void LocalHost::upload(std::string_view content, const std::string& path, int mode) {
-  // The namespace shares this machine's filesystem.
-  auto temp = path + fmt::format(".ernic-tmp.{}", ::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      throw std::runtime_error(fmt::format("{}: cannot write {}", name_, temp));
-    }
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+  // The namespace shares this machine's filesystem. Uploads are scripts and configuration a
+  // step is about to run, not records: no sync.
+  try {
+    write_file_durably(path, content,
+                       {.durability = Durability::kDerived,
+                        .permissions = static_cast<std::filesystem::perms>(mode)});
+  } catch (const FileWriteError& e) {
+    throw std::runtime_error(fmt::format("{}: {}", name_, e.what()));
   }
-  std::filesystem::permissions(temp, static_cast<std::filesystem::perms>(mode));
-  std::filesystem::rename(temp, path);
 }
 
 bool LocalHost::is_listening(std::uint16_t port) {

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "common/durable_file.h"
+
 namespace ernic::guest_files {
 namespace fs = std::filesystem;
 
@@ -16,15 +18,7 @@ std::string read_text(const fs::path& file) {
   return text.str();
 }
 void write_text(const fs::path& file, const std::string& content, fs::perms mode) {
-  fs::create_directories(file.parent_path());
-  {
-    std::ofstream out(file, std::ios::trunc);
-    if (!out) {
-      throw std::runtime_error(fmt::format("cannot write {}", file.string()));
-    }
-    out << content;
-  }
-  fs::permissions(file, mode);
+  write_file_durably(file, content, {.permissions = mode});
 }
 
 void write_network_config(const fs::path& root) {

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "common/durable_file.h"
+
 namespace ernic {
 namespace fs = std::filesystem;
 namespace {
@@ -75,12 +77,11 @@ std::string cached_file_sha256(const fs::path& file) {
     }
   }
   std::string digest = file_sha256(file);
-  fs::path temporary = remembered.string() + ".tmp";
-  std::ofstream(temporary) << digest << " " << stamp << "\n";
-  std::error_code failed;
-  fs::rename(temporary, remembered, failed);
-  if (failed) {
-    fs::remove(temporary, failed);
+  try {
+    // Only a cache: a digest that cannot be remembered is computed again next time.
+    write_file_durably(remembered, fmt::format("{} {}\n", digest, stamp),
+                       {.durability = Durability::kDerived});
+  } catch (const FileWriteError&) {
   }
   return digest;
 }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 
+#include "common/durable_file.h"
 #include "common/interrupt.h"
 #include "emulators/attached_instances.h"
 #include "hosts/local_host.h"
@@ -139,7 +140,12 @@ RunResult Executor::run() {
   }
   result_.run_dir = runner_.make_run_dir(options_.runs_dir, scenario.name, result_.run_name);
   if (runner_.executes()) {
-    std::ofstream(result_.run_dir / "scenario.yaml") << scenario.resolved_yaml;
+    // A copy for a person to read: a full run directory must not stop the run.
+    if (auto reason =
+            write_file_durably_or_reason(result_.run_dir / "scenario.yaml", scenario.resolved_yaml);
+        !reason.empty()) {
+      status_.warning(reason);
+    }
   }
   try {
     throw_if_interrupted();

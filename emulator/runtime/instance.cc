@@ -12,12 +12,12 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 
 #include <fmt/format.h>
 
+#include "common/durable_file.h"
 #include "engine/engine.h"
 #include "engine/local_fabric.h"
 #include "frontend/shm_server.h"
@@ -161,18 +161,8 @@ std::string write_stats(const std::string& path, const Counters& c) {
                       c.traffic == nullptr ? "kernel" : to_string(c.traffic->mode()));
   text += fmt::format("loop_latency_periods : {}\n",
                       c.traffic == nullptr ? 0 : c.traffic->latency_periods());
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) {
-      return fmt::format("cannot write {}: {}", tmp, std::strerror(errno));
-    }
-  }
-  std::error_code error;
-  std::filesystem::rename(tmp, path, error);
-  return error ? fmt::format("cannot rename {}: {}", tmp, error.message()) : std::string();
+  // Rewritten every interval and read by `ernicctl stats`: replaced whole, never synced.
+  return write_file_durably_or_reason(path, text, {.durability = Durability::kDerived});
 }
 
 // Lets the instance use every descriptor the hard limit allows: each mesh connection and

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/durable_file.h"
 #include "history/record.h"
 
 #include <cstdlib>
@@ -51,17 +52,7 @@ fs::path instance_log_dir(const StateFlags& flags, const std::string& log_dir) {
 }
 
 void write_atomically(const fs::path& path, const json& content) {
-  fs::create_directories(path.parent_path());
-  fs::path temporary = path;
-  temporary += ".tmp";
-  {
-    std::ofstream out(temporary);
-    out << content.dump(2) << "\n";
-    if (!out) {
-      throw std::runtime_error("cannot write " + temporary.string());
-    }
-  }
-  fs::rename(temporary, path);
+  write_file_durably(path, content.dump(2) + "\n", {.durability = Durability::kRecord});
 }
 
 std::optional<json> read_state(const StateFlags& flags) {

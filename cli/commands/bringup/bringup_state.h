@@ -33,7 +33,8 @@ std::filesystem::path manifest_file(const StateFlags& flags);
 // else a logs/ folder in the state directory.
 std::filesystem::path instance_log_dir(const StateFlags& flags, const std::string& log_dir);
 
-// Written beside the target and renamed, so a reader never sees half a file.
+// As two-space-indented JSON, by write_file_durably (common/durable_file.h) as a record:
+// a reader or a crash sees the old file or the new one, never half of one.
 void write_atomically(const std::filesystem::path& path, const nlohmann::json& content);
 
 // up.json, or nothing when nothing is up; throws when the file is not JSON.
