@@ -72,8 +72,7 @@ void Engine::dealloc_pd(Handle pd) {
     throw VerbsError(fmt::format("unknown protection domain {}", pd));
   }
   if (it->second != 0) {
-    throw VerbsError(fmt::format("protection domain {} still has {} users", pd, it->second),
-                     EBUSY);
+    throw VerbsError(fmt::format("protection domain {} still has {} users", pd, it->second), EBUSY);
   }
   pds_.erase(it);
 }
@@ -212,6 +211,7 @@ void Engine::modify_qp(std::uint32_t qpn, const QpAttributes& a) {
     fresh.pd = q.pd;
     fresh.send_cq = q.send_cq;
     fresh.recv_cq = q.recv_cq;
+    fresh.stats = q.stats;
     q = std::move(fresh);
     return;
   }
@@ -263,6 +263,7 @@ void Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
   if (q.state != QpState::kRts) {
     throw VerbsError(fmt::format("post_send on QP 0x{:x} in state {}", qpn, to_string(q.state)));
   }
+  ++q.stats.wqes_processed;
   SendWqe wqe;
   wqe.wr = wr;
   if (wr.sge.length > 0) {
@@ -297,6 +298,7 @@ void Engine::post_recv(std::uint32_t qpn, const RecvWr& wr) {
   if (q.state == QpState::kReset) {
     throw VerbsError(fmt::format("post_recv on QP 0x{:x} in state RESET", qpn));
   }
+  ++q.stats.wqes_processed;
   q.recv_queue.push_back({wr});
 }
 

@@ -39,6 +39,17 @@ struct EngineStats {
   std::uint64_t latency_requests = 0;
 };
 
+// One queue pair's share of the traffic, in the per-QP sections of the stats file (rocm-ernic's
+// `QP N:` sections).
+struct QpStats {
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t bytes_received = 0;
+  std::uint64_t bytes_rdma_read = 0;
+  std::uint64_t bytes_rdma_write = 0;
+  std::uint64_t wqes_processed = 0;  // work requests posted to its send and receive queues
+  std::uint64_t cqes_posted = 0;     // completions it produced
+};
+
 // The largest request a responder counts as latency traffic (EngineStats::latency_requests).
 inline constexpr std::uint32_t kShortRequestBytes = 16u << 10;
 
@@ -98,6 +109,8 @@ class Engine final : public FabricReceiver {
   std::optional<Clock::time_point> next_deadline() const;
 
   const EngineStats& stats() const { return stats_; }
+  // Every live QP's counters, by QP number.
+  std::map<std::uint32_t, QpStats> qp_stats() const;
 
   // FabricReceiver
   Placement place(NodeId from, const FrameHeader& header) override;
@@ -150,6 +163,7 @@ class Engine final : public FabricReceiver {
     bool awaiting_retry = false;  // sent an RNR NAK for expected_msn; skip until it comes again
     std::optional<RecvWqe> current_recv;  // consumed by the message being received
     std::byte* current_recv_buffer = nullptr;
+    QpStats stats;
   };
 
   QueuePair& qp(std::uint32_t qpn);

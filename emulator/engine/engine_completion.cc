@@ -7,6 +7,9 @@ namespace ernic::emu {
 
 void Engine::complete(Handle cq, const Completion& c) {
   ++stats_.completions;
+  if (auto q = qps_.find(c.qpn); q != qps_.end()) {
+    ++q->second.stats.cqes_posted;
+  }
   if (c.status != WcStatus::kSuccess) {
     ++stats_.completion_errors;
   }
@@ -67,6 +70,14 @@ void Engine::fail_head(QueuePair& q, WcStatus status) {
              {wqe.wr.wr_id, status, completion_opcode(wqe.wr.opcode), q.qpn, 0, 0, false});
   }
   enter_error(q);
+}
+
+std::map<std::uint32_t, QpStats> Engine::qp_stats() const {
+  std::map<std::uint32_t, QpStats> out;
+  for (const auto& [qpn, q] : qps_) {
+    out[qpn] = q.stats;
+  }
+  return out;
 }
 
 }  // namespace ernic::emu

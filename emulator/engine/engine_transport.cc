@@ -68,8 +68,10 @@ void Engine::transmit_pending(QueuePair& q) {
       h.flags = static_cast<std::uint8_t>((last ? kFlagLast : 0) | (has_imm ? kFlagImmediate : 0));
       fabric_.send(q.remote_node, h, wqe.local == nullptr ? nullptr : wqe.local + offset);
       stats_.bytes_sent += length;
+      q.stats.bytes_sent += length;
       if (is_write) {
         stats_.rdma_write_bytes += length;
+        q.stats.bytes_rdma_write += length;
       }
       offset += length;
     } while (offset < wr.sge.length);
@@ -264,6 +266,7 @@ void Engine::delivered(NodeId from, const FrameHeader& h) {
 
 void Engine::on_request_segment(QueuePair& q, const FrameHeader& h) {
   stats_.bytes_received += h.payload_length;
+  q.stats.bytes_received += h.payload_length;
   q.expected_offset += h.payload_length;
   if (h.op == FrameOp::kWrite && h.payload_length > 0 && write_observer_) {
     write_observer_(q.qpn, h.remote_addr, h.payload_length);
@@ -316,6 +319,7 @@ void Engine::serve_read_request(QueuePair& q, const FrameHeader& h) {
     r.flags = offset + length == h.total_length ? kFlagLast : 0;
     fabric_.send(q.remote_node, r, src == nullptr ? nullptr : src + offset);
     stats_.bytes_sent += length;
+    q.stats.bytes_sent += length;
     offset += length;
   } while (offset < h.total_length);
   ++q.expected_msn;
@@ -326,6 +330,8 @@ void Engine::on_read_response(QueuePair& q, const FrameHeader& h) {
   wqe.read_received += h.payload_length;
   stats_.bytes_received += h.payload_length;
   stats_.rdma_read_bytes += h.payload_length;
+  q.stats.bytes_received += h.payload_length;
+  q.stats.bytes_rdma_read += h.payload_length;
   if (wqe.read_received == wqe.wr.sge.length) {
     wqe.done = true;
     complete_finished_sends(q);

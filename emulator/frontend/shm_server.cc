@@ -222,6 +222,7 @@ void ShmFrontEnd::on_message(Client& c) {
     drop(c);
     return;
   }
+  ++commands_;
   ByteReader r(data);
   const auto op = static_cast<shm::Op>(r.u32());
   ByteWriter body;
@@ -464,6 +465,7 @@ void ShmFrontEnd::notify() {
         // A full pipe: the program has not read its earlier events, and one more changes nothing.
         [[maybe_unused]] auto ignored =
             write(channel->second.fd, &channel->second.cookie, sizeof channel->second.cookie);
+        ++interrupts_;
       }
     }
     c->events_due.clear();
@@ -474,6 +476,7 @@ void ShmFrontEnd::notify() {
     if (c->area->client_waiting.value.exchange(0, std::memory_order_seq_cst) != 0) {
       const std::uint64_t one = 1;
       [[maybe_unused]] auto ignored = write(c->completion_fd, &one, sizeof one);
+      ++interrupts_;
     }
   }
 }

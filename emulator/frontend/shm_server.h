@@ -42,6 +42,10 @@ class ShmFrontEnd final : public SharedMemoryDirectory {
   // Sends the completion notifications batched during one loop iteration.
   void notify();
   std::size_t clients() const { return clients_.size(); }
+  // Control requests served, and notifications rung (completion eventfds, channel events): what
+  // a device model counts as commands and interrupts.
+  std::uint64_t commands() const { return commands_; }
+  std::uint64_t interrupts() const { return interrupts_; }
   std::optional<SharedMemory> find(const std::byte* p, std::size_t length) const override;
 
  private:
@@ -117,6 +121,8 @@ class ShmFrontEnd final : public SharedMemoryDirectory {
   int poller_ = 0;
   std::map<int, std::unique_ptr<Client>> clients_;
   std::map<Engine::Handle, Client*> cq_owner_;
+  std::uint64_t commands_ = 0;
+  std::uint64_t interrupts_ = 0;
   std::map<const std::byte*, const Region*> regions_by_base_;  // every client's
   std::uint64_t next_shared_id_ = 1;
   DescriptorReserve reserve_;

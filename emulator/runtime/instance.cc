@@ -107,12 +107,46 @@ std::optional<std::string> link_local_gid(const std::string& mac) {
 namespace {
 
 struct Counters {
+  const Engine* engine_queues;  // per-QP counters
+  std::function<std::string()> connection;
   const EngineStats* engine;
   const MeshStats* mesh;
   const ShmFrontEnd* front;
   const EventLoop* loop;
   const TrafficScheduling* traffic;  // null: the loop keeps the kernel's scheduling
 };
+
+// The keys rocm-ernic's own `ernicctl stats --summary` reads from its server's stats file,
+// meaning the same: the device's totals, what its front end served, and one section per QP.
+// Their section lines are indented, so readers of this instance's own `key : value` lines (the
+// supervisor's) keep them apart.
+std::string rocm_ernic_counters(const Counters& c) {
+  const EngineStats& e = *c.engine;
+  std::string text;
+  text += fmt::format("connection : {}\n", c.connection ? c.connection() : "none");
+  text += fmt::format("total_bytes_sent : {}\n", e.bytes_sent);
+  text += fmt::format("total_bytes_received : {}\n", e.bytes_received);
+  text += fmt::format("total_bytes_rdma_read : {}\n", e.rdma_read_bytes);
+  text += fmt::format("total_bytes_rdma_write : {}\n", e.rdma_write_bytes);
+  text += fmt::format("commands : {}\n", c.front == nullptr ? 0 : c.front->commands());
+  text += fmt::format("interrupts : {}\n", c.front == nullptr ? 0 : c.front->interrupts());
+  // No function-level reset reaches an embedded instance: it has no PCI function to reset.
+  text += "flr_reset_count : 0\n";
+  if (c.engine_queues == nullptr) {
+    return text;
+  }
+  text += "Per-QP Statistics:\n";
+  for (const auto& [qpn, q] : c.engine_queues->qp_stats()) {
+    text += fmt::format("  QP {}:\n", qpn);
+    text += fmt::format("    bytes_sent : {}\n", q.bytes_sent);
+    text += fmt::format("    bytes_received : {}\n", q.bytes_received);
+    text += fmt::format("    bytes_rdma_read : {}\n", q.bytes_rdma_read);
+    text += fmt::format("    bytes_rdma_write : {}\n", q.bytes_rdma_write);
+    text += fmt::format("    wqes_processed : {}\n", q.wqes_processed);
+    text += fmt::format("    cqes_posted : {}\n", q.cqes_posted);
+  }
+  return text;
+}
 
 // Returns why the file could not be written (out of descriptors, disk full), or "".
 std::string write_stats(const std::string& path, const Counters& c) {
@@ -162,6 +196,8 @@ std::string write_stats(const std::string& path, const Counters& c) {
   text += fmt::format("loop_latency_periods : {}\n",
                       c.traffic == nullptr ? 0 : c.traffic->latency_periods());
   // Rewritten every interval and read by `ernicctl stats`: replaced whole, never synced.
+  // Last: its per-QP sections end the file.
+  text += rocm_ernic_counters(c);
   return write_file_durably_or_reason(path, text, {.durability = Durability::kDerived});
 }
 
@@ -322,7 +358,12 @@ int run_instance(const InstanceConfig& config) {
                      nullptr});
   }
   StatsFile stats(config.stats_file,
-                  {&engine.stats(), mesh ? &mesh->stats() : nullptr, &front, &loop,
+                  {&engine,
+                   [&] {
+                     return fmt::format("{} ({} peers)", backend_description(config, mesh.get()),
+                                        mesh ? mesh->stats().peers : 0);
+                   },
+                   &engine.stats(), mesh ? &mesh->stats() : nullptr, &front, &loop,
                    traffic ? &*traffic : nullptr},
                   log);
   auto update_stats = [&stats] { stats.update(); };

@@ -251,6 +251,16 @@ TEST_CASE("rc_verbs_check passes between a manager's and a worker's verbs device
   CHECK(counts_at_least(server_stats, "bytes_sent", kEachWay));
   // The bad lkey and the bad rkey.
   CHECK(counts_at_least(client_stats, "errors", 2));
+  // rocm-ernic's names for the same counters, and a section per QP.
+  CHECK(counts_at_least(client_stats, "total_bytes_sent", 2 * kEachWay));
+  CHECK(counts_at_least(client_stats, "total_bytes_rdma_read", kEachWay));
+  CHECK(counts_at_least(server_stats, "total_bytes_received", 2 * kEachWay));
+  CHECK(counts_at_least(client_stats, "commands", 10));
+  const std::string client_stats_text = read_all(client_stats);
+  CHECK_THAT(client_stats_text, Catch::Contains("connection : tcp worker of"));
+  CHECK_THAT(client_stats_text, Catch::Contains("flr_reset_count : 0"));
+  // Its QPs are destroyed by now: the per-QP part is there, with no section left.
+  CHECK_THAT(client_stats_text, Catch::Contains("Per-QP Statistics:\n"));
 }
 
 // Debian's own binaries, unmodified (ibverbs-utils, perftest): each tool's success as it reports
