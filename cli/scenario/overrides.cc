@@ -90,7 +90,7 @@ std::optional<OverrideProblem> apply_override(YAML::Node root, const std::string
           .message = fmt::format("'{}' is a single value, not a mapping with keys",
                                  (*keys)[i > 0 ? i - 1 : 0]),
           .where = node,
-          .where_path = node_path.substr(1)};
+          .where_path = node_path.empty() ? node_path : node_path.substr(1)};
     }
     if (last) {
       node[key] = value;
