@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 #include <sstream>
@@ -106,10 +107,33 @@ std::optional<OverrideProblem> apply_override(YAML::Node root, const std::string
   return std::nullopt;
 }
 
+// Whether `target` is `tree` or inside it. A value an earlier --set gave carries the marks of
+// its own one-line document, not the scenario file's, so it is told apart by identity.
+bool holds(const YAML::Node& tree, const YAML::Node& target) {
+  if (tree.is(target)) {
+    return true;
+  }
+  if (tree.IsMap()) {
+    for (const auto& entry : tree) {
+      if (holds(entry.second, target)) {
+        return true;
+      }
+    }
+  } else if (tree.IsSequence()) {
+    for (const auto& item : tree) {
+      if (holds(item, target)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 void apply_overrides(YAML::Node root, const std::vector<std::string>& assignments,
                      const std::string& file, Diagnostics& out) {
+  std::vector<YAML::Node> given;  // the values applied so far
   for (const auto& assignment : assignments) {
     auto fail = [&](const std::string& path, const std::string& message) {
       out.push_back(Diagnostic{.file = "--set", .path = path, .message = message});
@@ -128,11 +152,19 @@ void apply_overrides(YAML::Node root, const std::vector<std::string>& assignment
       continue;
     }
     std::optional<OverrideProblem> problem = apply_override(root, path, value);
-    if (problem && problem->where.IsDefined() && problem->where.Mark().line >= 0) {
+    if (!problem) {
+      given.push_back(value);
+      continue;
+    }
+    bool from_file = problem->where.IsDefined() && problem->where.Mark().line >= 0 &&
+                     std::none_of(given.begin(), given.end(), [&](const YAML::Node& earlier) {
+                       return holds(earlier, problem->where);
+                     });
+    if (from_file) {
       // The scenario's own key stands in the way: point at it, as its other errors do.
       out.push_back(diagnostic_at(problem->where, file, problem->where_path,
                                   fmt::format("--set {}: {}", path, problem->message)));
-    } else if (problem) {
+    } else {
       fail(path, problem->message);
     }
   }

@@ -244,10 +244,13 @@ TEST_CASE("--set into a key that is a single value names its line and column") {
         std::vector<std::string>{"test.yaml:10:11: benchmarks.tcp.tool: --set "
                                  "benchmarks.tcp.tool.x: 'tool' is a single value, not a mapping "
                                  "with keys"});
-  // A value an earlier --set gave has no line: the error is the --set's own.
+  // A value an earlier --set gave is not in the file: the error is the --set's own.
   CHECK(errors_of(kValid, {"runner=x", "runner.y=1"}) ==
         std::vector<std::string>{
             "--set: runner.y: 'runner' is a single value, not a mapping with keys"});
+  CHECK(errors_of(kValid, {"history={path: [a, b], x: {y: 1}}", "history.x.y.z=1"}) ==
+        std::vector<std::string>{"--set: history.x.y.z: 'y' is a single value, not a mapping "
+                                 "with keys"});
 }
 
 namespace {
