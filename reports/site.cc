@@ -219,7 +219,13 @@ class PageWriter : PagePart {
   void render_trends(const std::string& runner, const std::vector<const ShownRun*>& charted) {
     std::map<std::string, std::vector<const ShownRun*>> by_scenario;
     for (const auto* run : charted) {
-      by_scenario[index_.runs[run->index].scenario_name()].push_back(run);
+      const RunEntry& entry = index_.runs[run->index];
+      bool has_figures =
+          std::any_of(std::begin(kSeriesSpecs), std::end(kSeriesSpecs),
+                      [&](const SeriesSpec& spec) { return !entry.values(spec.series).empty(); });
+      if (has_figures) {  // a scenario without trend figures gets no empty heading
+        by_scenario[entry.scenario_name()].push_back(run);
+      }
     }
     if (by_scenario.size() > 1) {
       out("<p class=\"note\">Scenarios charted:");
