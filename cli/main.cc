@@ -8,6 +8,7 @@
 #include "commands/commands.h"
 #include "commands/doctor_command.h"
 #include "commands/image_command.h"
+#include "commands/overview.h"
 #include "common/command_context.h"
 #include "common/version.h"
 #include "emulator_commands.h"
@@ -18,7 +19,7 @@ int main(int argc, char** argv) {
   CLI::App app{"ernicctl: runs, brings up and reports ERNIC emulated RDMA NIC scenarios"};
   app.set_version_flag(
       "--version", fmt::format("ernicctl {} ({})", ernic::ernic_version(), ernic::ernic_git_sha()));
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);  // none: the overview below, not CLI11's one-line error
   const ernic::Platform platform = ernic::builtin_platform();
   ernic::CommandContext context;
   context.platform = &platform;
@@ -34,6 +35,10 @@ int main(int argc, char** argv) {
   ernic::register_completion_command(app, context);  // last: it reads every other command
   try {
     app.parse(argc, argv);
+    if (app.get_subcommands().empty()) {
+      std::cout << ernic::command_overview(app, ernic::quickstart_path(argv[0]));
+      return ernic::kExitBadInput;
+    }
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? 0 : ernic::kExitBadInput;

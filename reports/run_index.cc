@@ -88,6 +88,12 @@ void read_ernicctl(dom::element value, RunEntry& run) {
   if (object.at_pointer("/scenario/name").get(field) == simdjson::SUCCESS) {
     part.scenario_name = text_of(field);
   }
+  // A scenario that does not publish rocm-ernic's series (history.publish: false) keeps its own
+  // here, and its record's top-level series is empty: the charts read either, the badges only
+  // the top level.
+  if (object["series"].get(field) == simdjson::SUCCESS) {
+    read_series(field, run);
+  }
 }
 
 // Fills `run` from one line; returns a reason when the line is not a JSON object.

@@ -204,9 +204,7 @@ class PageWriter : PagePart {
     // every chart is of rung 3.
     fmt::format_to(out_, "<p class=\"note\">Trend charts: {} figures.</p>\n",
                    escape_markup(rung_label(kTrendRung)));
-    for (const auto& spec : kSeriesSpecs) {
-      render_series(name, spec, charted);
-    }
+    render_trends(name, charted);
     render_run_tables(index_, options_, page_, name, shown);
     fmt::format_to(out_, "<h3 id=\"{}-details\">Run details</h3>\n", class_anchor(name));
     for (auto it = shown.rbegin(); it != shown.rend(); ++it) {
@@ -215,7 +213,51 @@ class PageWriter : PagePart {
     out("</section>\n");
   }
 
-  void render_series(const std::string& runner, const SeriesSpec& spec,
+  // A trend is one scenario's series: the charted runs are grouped by the scenario that made
+  // them (rocm-ernic's own records, which name none, are a group of their own), and no line
+  // joins two scenarios' figures for the same size.
+  void render_trends(const std::string& runner, const std::vector<const ShownRun*>& charted) {
+    std::map<std::string, std::vector<const ShownRun*>> by_scenario;
+    for (const auto* run : charted) {
+      const RunEntry& entry = index_.runs[run->index];
+      bool has_figures =
+          std::any_of(std::begin(kSeriesSpecs), std::end(kSeriesSpecs),
+                      [&](const SeriesSpec& spec) { return !entry.values(spec.series).empty(); });
+      if (has_figures) {  // a scenario without trend figures gets no empty heading
+        by_scenario[entry.scenario_name()].push_back(run);
+      }
+    }
+    if (by_scenario.size() > 1) {
+      out("<p class=\"note\">Scenarios charted:");
+      for (const auto& [scenario, runs] : by_scenario) {
+        fmt::format_to(out_, " <a href=\"#{}\">{}</a> ({} runs)", scenario_anchor(runner, scenario),
+                       scenario_title(scenario), runs.size());
+      }
+      out(".</p>\n");
+    }
+    for (const auto& [scenario, runs] : by_scenario) {
+      fmt::format_to(out_, "<h3 id=\"{}\">Trends of {}</h3>\n", scenario_anchor(runner, scenario),
+                     scenario_title(scenario));
+      for (const auto& spec : kSeriesSpecs) {
+        render_series(runner, scenario, spec, runs);
+      }
+    }
+  }
+
+  static std::string scenario_title(const std::string& scenario) {
+    return scenario.empty() ? std::string("rocm-ernic's records (no scenario)")
+                            : fmt::format("scenario <code>{}</code>", escape_markup(scenario));
+  }
+
+  // Anchors and chart ids name the scenario; rocm-ernic's records keep the ids they had.
+  static std::string scenario_part(const std::string& scenario) {
+    return scenario.empty() ? "" : "-scenario-" + anchor_id(scenario);
+  }
+  static std::string scenario_anchor(const std::string& runner, const std::string& scenario) {
+    return fmt::format("{}-trends{}", class_anchor(runner), scenario_part(scenario));
+  }
+
+  void render_series(const std::string& runner, const std::string& scenario, const SeriesSpec& spec,
                      const std::vector<const ShownRun*>& charted) {
     // rocm-ernic's rule: a run without this series at all is not on its x axis.
     std::vector<const ShownRun*> runs;
@@ -233,13 +275,15 @@ class PageWriter : PagePart {
     if (runs.empty()) {
       return;
     }
-    std::string series_anchor = fmt::format("{}-{}", class_anchor(runner), series_key(spec.series));
-    fmt::format_to(out_, "<h3 id=\"{}\">{} ({}, {} is better)</h3>\n<div class=\"charts\">\n",
+    std::string series_anchor = fmt::format("{}{}-{}", class_anchor(runner),
+                                            scenario_part(scenario), series_key(spec.series));
+    fmt::format_to(out_, "<h4 id=\"{}\">{} ({}, {} is better)</h4>\n<div class=\"charts\">\n",
                    series_anchor, spec.title, escape_markup(spec.unit),
                    spec.higher_better ? "higher" : "lower");
     for (auto size : sizes) {
       ChartSpec chart;
-      chart.id = fmt::format("chart-{}-{}", anchor_id(runner), series_key(spec.series));
+      chart.id = fmt::format("chart-{}{}-{}", anchor_id(runner), scenario_part(scenario),
+                             series_key(spec.series));
       chart.title = spec.title;
       if (spec.series != Series::kTcp) {
         chart.id += fmt::format("-{}", size);
@@ -267,10 +311,11 @@ class PageWriter : PagePart {
         chart.points.push_back(std::move(point));
       }
       fmt::format_to(out_,
-                     "<figure>\n{}<figcaption>{}; {} runs of <code>{}</code>, newest <a "
+                     "<figure>\n{}<figcaption>{}; {} runs of {} on <code>{}</code>, newest <a "
                      "href=\"{}\">{}</a>.</figcaption>\n</figure>\n",
-                     render_svg_chart(chart), spec.source, runs.size(), escape_markup(runner),
-                     chart.points.back().href, escape_markup(chart.points.back().label));
+                     render_svg_chart(chart), spec.source, runs.size(), scenario_title(scenario),
+                     escape_markup(runner), chart.points.back().href,
+                     escape_markup(chart.points.back().label));
       ++charts_;
     }
     out("</div>\n");

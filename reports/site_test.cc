@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 
@@ -304,4 +306,60 @@ TEST_CASE("the report shows a concurrent group's Jain's index under rung 5, with
   // The group table sits under the multi-tenant heading.
   CHECK(testing::xpath_values(html, "//h5[starts-with(., 'Concurrent groups')]/preceding::h4[1]") ==
         std::vector<std::string>{"Rung 5: multi-tenant"});
+}
+
+TEST_CASE("two scenarios in one history are drawn apart: one trend line per scenario") {
+  // The default perf/history.jsonl, written by the quickstart (send_lat 4 KiB near 35 us) and by
+  // multi-tenant.yaml (its solo latency point near 23 us), alternating runs.
+  TempDir dir;
+  auto file = dir / "history.jsonl";
+  std::string lines;
+  for (int i = 0; i < 6; ++i) {
+    bool quickstart = i % 2 == 0;
+    auto record = testing::make_record(fmt::format("run{:02}aaaa", i),
+                                       fmt::format("2026-11-30 05:{:02}:00 UTC", 10 + i),
+                                       "self-hosted", nlohmann::json::array(), "passed",
+                                       quickstart ? "quickstart" : "multi-tenant");
+    record["series"]["latency"]["4096"] = quickstart ? 35.0 + i : 23.0 + i;
+    lines += record.dump() + "\n";
+  }
+  testing::write_text(file, lines);
+  auto index = index_histories({file});
+  std::vector<std::string> warnings;
+  auto html = render_page(index, {}, warnings);
+  check_page(html);
+
+  auto svgs = testing::extract_svgs(html);
+  REQUIRE(svgs.size() == 2);  // latency at 4 KiB, once per scenario
+  std::map<std::string, std::string> by_scenario;
+  for (const auto& svg : svgs) {
+    bool quickstart =
+        svg.find("id=\"chart-self-hosted-scenario-quickstart-latency-4096\"") != std::string::npos;
+    bool tenants = svg.find("id=\"chart-self-hosted-scenario-multi-tenant-latency-4096\"") !=
+                   std::string::npos;
+    REQUIRE(quickstart != tenants);
+    by_scenario[quickstart ? "quickstart" : "multi-tenant"] = svg;
+  }
+  REQUIRE(by_scenario.size() == 2);
+  // Each line holds only its scenario's runs: three points each, linked to those runs.
+  std::map<std::string, std::string> scenario_of_anchor;
+  for (const auto& run : index.runs) {
+    scenario_of_anchor["#run-" + run.run_id] = run.scenario_name();
+  }
+  for (const auto& [scenario, svg] : by_scenario) {
+    INFO(scenario);
+    auto links = testing::xpath_values(svg, "//svg:a/@href");
+    CHECK(links.size() == 3);
+    for (const auto& link : links) {
+      CHECK(scenario_of_anchor[link] == scenario);
+    }
+  }
+  // The newest figure of each line is its own scenario's newest run, not the other's.
+  CHECK(testing::xpath_values(by_scenario["quickstart"], "//svg:text[@class='newest']") ==
+        std::vector<std::string>{"39 \u00b5s"});
+  CHECK(testing::xpath_values(by_scenario["multi-tenant"], "//svg:text[@class='newest']") ==
+        std::vector<std::string>{"28 \u00b5s"});
+  // The page says which scenario each group of charts is, and links to both.
+  CHECK(html.find("Trends of scenario <code>quickstart</code>") != std::string::npos);
+  CHECK(html.find("href=\"#class-self-hosted-trends-scenario-multi-tenant\"") != std::string::npos);
 }

@@ -368,6 +368,9 @@ void to_json(json& out, const ErnicctlPart& part) {
   if (!part.groups.empty()) {
     out["groups"] = part.groups;
   }
+  if (!part.series.empty()) {
+    out["series"] = part.series;
+  }
   put_present(out, "finished", part.finished);
   put_present(out, "duration_s", part.duration_s);
   put_present(out, "run_token", part.run_token);

@@ -217,6 +217,9 @@ struct ErnicctlPart {
   std::vector<PointRecord> points;
   std::vector<GroupRecord> groups;  // concurrent groups' starts; absent when there are none
   std::vector<AbPairRecord> ab_pairs;
+  // The trend series of a scenario that does not publish rocm-ernic's (history.publish: false),
+  // whose top-level `series` is then empty; absent otherwise.
+  std::map<std::string, std::map<std::string, double>> series;
 
   std::string emulator_kind() const;
 };

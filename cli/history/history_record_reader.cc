@@ -305,6 +305,36 @@ void read_environment(const FieldReader& in, EnvironmentInfo& environment) {
   in.read("os", environment.os);
 }
 
+// `series` of `in` (the record's top level, or its ernicctl part): {name: {size: value}}.
+void read_series(const FieldReader& in, const std::string& label,
+                 std::map<std::string, std::map<std::string, double>>& out) {
+  const json* series = in.find("series");
+  if (series == nullptr) {
+    return;
+  }
+  if (!series->is_object()) {
+    in.problem(fmt::format("\"{}\" must be an object", label));
+    return;
+  }
+  for (const auto& [name, sizes] : series->items()) {
+    if (!sizes.is_object()) {
+      in.problem(fmt::format("{}.{} must be an object of size: value", label, name));
+      continue;
+    }
+    auto& values = out[name];
+    for (const auto& [size, value] : sizes.items()) {
+      if (!is_number_key(size)) {
+        in.problem(fmt::format("{}.{}: size \"{}\" is not a number of bytes", label, name, size));
+      }
+      if (!value.is_number()) {
+        in.problem(fmt::format("{}.{}.{} must be a number", label, name, size));
+      } else {
+        values[size] = value.get<double>();
+      }
+    }
+  }
+}
+
 ErnicctlPart read_part(const FieldReader& in) {
   ErnicctlPart part;
   if (const json* schema = in.find("schema"); schema == nullptr || !schema->is_number_integer()) {
@@ -391,6 +421,7 @@ ErnicctlPart read_part(const FieldReader& in) {
     }
     part.groups.push_back(std::move(group));
   }
+  read_series(in, "ernicctl.series", part.series);
   return part;
 }
 
@@ -406,29 +437,7 @@ void read_required_text(const FieldReader& in, const char* key, std::string& out
 }
 
 void read_published(const FieldReader& in, HistoryRecord& record) {
-  if (const json* series = in.find("series"); series != nullptr) {
-    if (!series->is_object()) {
-      in.problem("\"series\" must be an object");
-    } else {
-      for (const auto& [name, sizes] : series->items()) {
-        if (!sizes.is_object()) {
-          in.problem(fmt::format("series.{} must be an object of size: value", name));
-          continue;
-        }
-        auto& values = record.series[name];
-        for (const auto& [size, value] : sizes.items()) {
-          if (!is_number_key(size)) {
-            in.problem(fmt::format("series.{}: size \"{}\" is not a number of bytes", name, size));
-          }
-          if (!value.is_number()) {
-            in.problem(fmt::format("series.{}.{} must be a number", name, size));
-          } else {
-            values[size] = value.get<double>();
-          }
-        }
-      }
-    }
-  }
+  read_series(in, "series", record.series);
   if (const json* badges = in.find("badges"); badges != nullptr) {
     if (!badges->is_object()) {
       in.problem("\"badges\" must be an object");

@@ -190,7 +190,8 @@ PointRecord point_record(const PointResult& result, const Scenario& scenario,
   return out;
 }
 
-// rocm-ernic's series and badges, from the passed points of a run that was not interrupted.
+// rocm-ernic's series and badges, from the passed points of a run that was not interrupted;
+// under ernicctl.series instead when the scenario does not publish them (history.publish).
 void publish_figures(const Scenario& scenario, const RunResult& run, HistoryRecord& record) {
   for (Badge badge : kRecordedBadges) {
     record.badges[badge_key(badge)] = std::nullopt;
@@ -211,6 +212,13 @@ void publish_figures(const Scenario& scenario, const RunResult& run, HistoryReco
       published.median[name] = summary.median;
     }
     run.points[i].point->tool->publish(published, scenario.history.tracked_sizes, figures);
+  }
+  if (!scenario.history.publish) {
+    // Not the scenario that feeds rocm-ernic's series and badges: its trends stay its own.
+    for (const auto& [name, by_size] : figures.series) {
+      record.ernicctl->series[name] = by_size;
+    }
+    return;
   }
   for (const auto& [name, by_size] : figures.series) {
     record.series[name] = by_size;

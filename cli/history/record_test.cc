@@ -125,6 +125,32 @@ TEST_CASE("an interrupted run publishes nothing but keeps its samples", "[histor
   CHECK(record.ernicctl->points[0].samples.size() == 3);
 }
 
+TEST_CASE("a scenario that does not publish keeps its series under ernicctl, not the top level",
+          "[history]") {
+  auto fake = two_points();
+  fake.scenario.history.publish = false;
+  HistoryRecord record = build_history_record(fake.scenario, fake.finish(RunStatus::kFailed));
+  CHECK(record.series.empty());
+  CHECK_FALSE(record.badge(Badge::kRdma));  // rocm-ernic's badges are the publisher's alone
+  CHECK(record.badges.size() == 3);
+  REQUIRE(record.ernicctl);
+  CHECK(record.ernicctl->series.at("bandwidth").at("1048576") == 6.0);
+  nlohmann::json json = record;
+  CHECK(json["series"] == nlohmann::json::object());
+  CHECK(json["ernicctl"]["series"]["bandwidth"]["1048576"] == 6.0);
+  std::vector<std::string> problems;
+  HistoryRecord again = read_history_record(nlohmann::json::parse(json.dump()), &problems);
+  CHECK(problems.empty());
+  CHECK(again.ernicctl->series == record.ernicctl->series);
+  CHECK(nlohmann::json(again).dump() == json.dump());
+  // The publisher's record has no ernicctl.series: its figures are at the top level only.
+  auto publisher = two_points();
+  nlohmann::json published =
+      build_history_record(publisher.scenario, publisher.finish(RunStatus::kFailed));
+  CHECK_FALSE(published["ernicctl"].contains("series"));
+  CHECK(published["series"]["bandwidth"]["1048576"] == 6.0);
+}
+
 TEST_CASE("history lines that are not records are named, 1e999 included", "[history]") {
   std::string error;
   CHECK_FALSE(parse_history_line(R"({"badges": {"rdma_bw_GBs": 1e999}})", error));

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
+
 namespace ernic {
 namespace {
 
@@ -27,6 +31,39 @@ std::size_t utf8_length(std::string_view text, std::size_t i) {
   return length;
 }
 
+// The code point of the well-formed UTF-8 sequence of `length` bytes at text[i].
+char32_t decode_utf8(std::string_view text, std::size_t i, std::size_t length) {
+  static constexpr unsigned char kLeadBits[] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+  char32_t code_point = static_cast<unsigned char>(text[i]) & kLeadBits[length];
+  for (std::size_t k = 1; k < length; ++k) {
+    code_point = (code_point << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+  }
+  return code_point;
+}
+
+// Code points a terminal or a line-based log reader does not show as a glyph: C1 controls, the
+// line and paragraph separators (U+2028, U+2029: a line break to many readers), the format
+// characters of Unicode's category Cf (invisible; the bidirectional ones reorder what follows)
+// and the noncharacters.
+bool is_non_printing(char32_t c) {
+  struct Range {
+    char32_t first, last;
+  };
+  static constexpr Range kRanges[] = {
+      {0x80, 0x9F},       {0xAD, 0xAD},       {0x600, 0x605},     {0x61C, 0x61C},
+      {0x6DD, 0x6DD},     {0x70F, 0x70F},     {0x890, 0x891},     {0x8E2, 0x8E2},
+      {0x180E, 0x180E},   {0x200B, 0x200F},   {0x2028, 0x202E},   {0x2060, 0x2064},
+      {0x2066, 0x206F},   {0xFDD0, 0xFDEF},   {0xFEFF, 0xFEFF},   {0xFFF9, 0xFFFB},
+      {0x110BD, 0x110BD}, {0x110CD, 0x110CD}, {0x13430, 0x1343F}, {0x1BCA0, 0x1BCA3},
+      {0x1D173, 0x1D17A}, {0xE0001, 0xE0001}, {0xE0020, 0xE007F},
+  };
+  if ((c & 0xFFFE) == 0xFFFE) {  // U+FFFE, U+FFFF and their copies in every plane
+    return true;
+  }
+  return std::any_of(std::begin(kRanges), std::end(kRanges),
+                     [c](const Range& range) { return c >= range.first && c <= range.last; });
+}
+
 }  // namespace
 
 std::string escape_control_characters(std::string_view text) {
@@ -43,9 +80,10 @@ std::string escape_control_characters(std::string_view text) {
     } else if (std::size_t length = c >= 0x80 ? utf8_length(text, i) : 0; length == 0) {
       out += fmt::format("\\x{:02x}", c);
       ++i;
-    } else if (c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[i + 1]));
-      i += 2;
+    } else if (char32_t code_point = decode_utf8(text, i, length); is_non_printing(code_point)) {
+      out += code_point > 0xFFFF ? fmt::format("\\U{:08x}", static_cast<std::uint32_t>(code_point))
+                                 : fmt::format("\\u{:04x}", static_cast<std::uint32_t>(code_point));
+      i += length;
     } else {
       out.append(text.substr(i, length));
       i += length;

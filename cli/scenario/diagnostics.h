@@ -30,7 +30,10 @@ struct Diagnostic {
 using Diagnostics = std::vector<Diagnostic>;
 
 // `text` with every control character escaped: \n, \r, \t, \xHH for the other C0 characters,
-// DEL and bytes that are not UTF-8, \u00HH for C1 characters (U+0080 to U+009F).
+// DEL and bytes that are not UTF-8, \uHHHH (\UHHHHHHHH above U+FFFF) for the code points that
+// print no glyph: C1 characters (U+0080 to U+009F, NEL U+0085 among them), the line and
+// paragraph separators U+2028 and U+2029, format characters (zero-width, bidirectional) and
+// noncharacters. So one diagnostic stays one line for a terminal and for a log parser.
 std::string escape_control_characters(std::string_view text);
 
 }  // namespace ernic

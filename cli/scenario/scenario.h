@@ -66,6 +66,11 @@ struct HistorySettings {
   bool enabled = true;
   std::filesystem::path path = "perf/history.jsonl";
   std::vector<std::uint64_t> tracked_sizes = {4096, 65536, 1048576};
+  // Whether the record's top-level `series` and `badges`, which rocm-ernic's publisher and
+  // `ernicctl report`'s badges read, come from this scenario. Otherwise they are left empty
+  // and the series go under `ernicctl.series`, where only ernicctl's per-scenario trends read
+  // them.
+  bool publish = true;
 };
 
 struct EmulatorSettings {

@@ -109,6 +109,9 @@ HistorySettings history_of(const YAML::Node& history) {
   if (history["path"]) {
     settings.path = history["path"].Scalar();
   }
+  if (history["publish"]) {
+    settings.publish = history["publish"].Scalar() == "true";
+  }
   if (history["tracked_sizes"]) {
     settings.tracked_sizes.clear();
     for (const auto& size : history["tracked_sizes"]) {

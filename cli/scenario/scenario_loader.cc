@@ -59,7 +59,7 @@ LoadResult load_scenario_text(const Platform& platform, const std::string& text,
   if (!root) {
     return result;
   }
-  apply_overrides(*root, overrides, errors);
+  apply_overrides(*root, overrides, file, errors);
   if (!errors.empty()) {
     return result;
   }

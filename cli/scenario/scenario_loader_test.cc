@@ -10,7 +10,9 @@
 #include "emulators/registry.h"
 #include "hosts/registry.h"
 #include "platform/platform.h"
+#include "scenario/overrides.h"
 #include "scenario/scenario_json_schema.h"
+#include "scenario/scenario_schema.h"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::EndsWith;
@@ -187,6 +189,72 @@ TEST_CASE("--set overrides keys by path, list items by index or name") {
 
 namespace {
 
+// kValid without its optional `history:` section.
+std::string without_history() {
+  std::string text = kValid;
+  return text.substr(0, text.find("history:"));
+}
+
+}  // namespace
+
+TEST_CASE("--set creates an optional section the scenario leaves out") {
+  // Every optional mapping the top level declares: history, emulator, provider settings.
+  std::string minimal = without_history();
+  int sections = 0;
+  for (const auto& field : ernic::top_level_schema(platform()).fields) {
+    if (field.kind != ernic::ValueKind::kObject || field.required) {
+      continue;
+    }
+    INFO(field.name);
+    REQUIRE_FALSE(YAML::Load(minimal)[field.name]);
+    ++sections;
+    YAML::Node root = YAML::Load(minimal);
+    ernic::Diagnostics diagnostics;
+    ernic::apply_overrides(root, {field.name + ".some_key=7", field.name + ".deeper.key=x"},
+                           "test.yaml", diagnostics);
+    CHECK(diagnostics.empty());
+    CHECK(root[field.name]["some_key"].as<std::string>() == "7");
+    CHECK(root[field.name]["deeper"]["key"].as<std::string>() == "x");
+  }
+  CHECK(sections >= 4);  // history, emulator, netns, libvirt
+
+  // Through the loader, with values the sections take: the run uses them.
+  auto loaded = load(
+      minimal, {"history.path=/tmp/h.jsonl", "netns.subnet=10.9.0.0/24", "emulator.kind=none"});
+  REQUIRE(loaded.diagnostics.empty());
+  CHECK(loaded.scenario->history.path == "/tmp/h.jsonl");
+  CHECK(loaded.scenario->history.enabled);
+  CHECK(loaded.scenario->settings.object("netns").text("subnet", "") == "10.9.0.0/24");
+  // A key the created section does not take is an error as it would be in the file.
+  auto typo = errors_of(minimal, {"history.pth=/tmp/h.jsonl"});
+  REQUIRE(typo.size() == 1);
+  CHECK_THAT(typo[0], Contains("history.pth: unknown key 'pth'"));
+}
+
+TEST_CASE("--set into a key that is a single value names its line and column") {
+  std::string text = without_history() + "history: off\n";
+  CHECK(errors_of(text, {"history.path=/tmp/h.jsonl"}) ==
+        std::vector<std::string>{"test.yaml:16:10: history: --set history.path: 'history' is a "
+                                 "single value, not a mapping with keys"});
+  // Deeper, and inside a list item.
+  CHECK(errors_of(kValid, {"history.path.file=x"}) ==
+        std::vector<std::string>{"test.yaml:17:9: history.path: --set history.path.file: 'path' "
+                                 "is a single value, not a mapping with keys"});
+  CHECK(errors_of(kValid, {"benchmarks.tcp.tool.x=1"}) ==
+        std::vector<std::string>{"test.yaml:10:11: benchmarks.tcp.tool: --set "
+                                 "benchmarks.tcp.tool.x: 'tool' is a single value, not a mapping "
+                                 "with keys"});
+  // A value an earlier --set gave is not in the file: the error is the --set's own.
+  CHECK(errors_of(kValid, {"runner=x", "runner.y=1"}) ==
+        std::vector<std::string>{
+            "--set: runner.y: 'runner' is a single value, not a mapping with keys"});
+  CHECK(errors_of(kValid, {"history={path: [a, b], x: {y: 1}}", "history.x.y.z=1"}) ==
+        std::vector<std::string>{"--set: history.x.y.z: 'y' is a single value, not a mapping "
+                                 "with keys"});
+}
+
+namespace {
+
 // The quickstart's shape, with `{instances}` and `{instance}` to fill in.
 std::string with_instances(const std::string& instances, const std::string& instance) {
   return "name: demo\n"
@@ -272,6 +340,64 @@ TEST_CASE("control character escaping keeps UTF-8 text and escapes everything a 
   ernic::Diagnostic located{.file = "dir\r/x.yaml", .line = 1, .column = 2, .path = "k\x1b"};
   located.message = "m\r";
   CHECK(located.format() == "dir\\r/x.yaml:1:2: k\\x1b: m\\r");
+}
+
+namespace {
+
+// Unicode line breaks (U+2028 LINE SEPARATOR, U+2029 PARAGRAPH SEPARATOR, U+0085 NEXT LINE)
+// and other code points that print no glyph, as a mutated scenario may hold them: the raw
+// UTF-8 and the escape a diagnostic shows instead.
+struct NonPrinting {
+  const char* raw;
+  const char* escaped;
+};
+constexpr NonPrinting kNonPrinting[] = {
+    {"\xe2\x80\xa8", "\\u2028"},
+    {"\xe2\x80\xa9", "\\u2029"},
+    {"\xc2\x85", "\\u0085"},
+    {"\xe2\x80\x8b", "\\u200b"},  // zero-width space
+    {"\xe2\x80\xae", "\\u202e"},  // right-to-left override
+    {"\xef\xbb\xbf", "\\ufeff"},
+    {"\xef\xbf\xbe", "\\ufffe"},
+    {"\xf3\xa0\x80\x81", "\\U000e0001"},  // language tag
+};
+
+// Whether `text` holds a byte or UTF-8 sequence that ends a line for some reader.
+bool breaks_a_line(const std::string& text) {
+  return text.find_first_of("\n\r\v\f") != std::string::npos ||
+         text.find("\xc2\x85") != std::string::npos ||
+         text.find("\xe2\x80\xa8") != std::string::npos ||
+         text.find("\xe2\x80\xa9") != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("Unicode line breaks and invisible code points are escaped in diagnostics") {
+  for (const auto& [raw, escaped] : kNonPrinting) {
+    INFO(escaped);
+    CHECK(ernic::escape_control_characters(std::string("a") + raw + "b") ==
+          std::string("a") + escaped + "b");
+    // In an unknown key and in a value a message echoes, each diagnostic stays one line.
+    std::string text = fmt::format(
+        "name: demo\n"
+        "hosts: [{{name: a, provider: local, \"k{0}x\": 1}}]\n"
+        "benchmarks: [{{name: t, tool: iperf3, server: a, client: \"b{0}c\"}}]\n",
+        raw);
+    auto errors = errors_of(text);
+    REQUIRE(errors.size() == 2);
+    CHECK_THAT(errors[0], StartsWith(fmt::format("test.yaml:2:36: hosts[0].k{0}x: unknown key "
+                                                 "'k{0}x'",
+                                                 escaped)));
+    CHECK_THAT(errors[1], StartsWith("test.yaml:3:"));
+    CHECK_THAT(errors[1],
+               EndsWith(fmt::format("benchmarks[0].client: no host named 'b{}c'", escaped)));
+    for (const auto& error : errors) {
+      CHECK_FALSE(breaks_a_line(error));
+    }
+  }
+  // Printable text beyond ASCII stays as it is, next to an escaped separator.
+  CHECK(ernic::escape_control_characters("\xc2\xa0\xe2\x80\x94\xe2\x80\xa8\xe2\x80\xb0") ==
+        "\xc2\xa0\xe2\x80\x94\\u2028\xe2\x80\xb0");
 }
 
 TEST_CASE("runner defaults to auto; a class rocm-ernic does not chart is a warning, not an error") {

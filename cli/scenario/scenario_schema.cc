@@ -106,6 +106,12 @@ ObjectSchema history_schema() {
        .description = "Sizes published in series and badges",
        .element = ValueKind::kSize,
        .default_text = "[4KiB, 64KiB, 1MiB]"},
+      {.name = "publish",
+       .kind = ValueKind::kBoolean,
+       .description = "Whether this scenario feeds rocm-ernic's series and badges (the "
+                      "record's top-level series and badges); false keeps its series under "
+                      "ernicctl.series, charted by ernicctl report as this scenario's own",
+       .default_text = "true"},
   };
   return history;
 }

@@ -1,18 +1,53 @@
 #!/usr/bin/env bash
-# The Debian package as a lab node would install it: built by cpack from BUILD_DIR, unpacked
-# into a scratch root, its ernicctl run on an installed example.
-#   package_test.sh BUILD_DIR
+# A newcomer's path through the README, in the README's order: the main command's build (read
+# from README.md, run as written in a copy of SOURCE_DIR), then `cmake --install build --strip`
+# and `cd build && cpack`. The Debian package is then unpacked into a scratch root, as a lab node
+# would install it, and its ernicctl run on an installed example.
+#   package_test.sh SOURCE_DIR
+# The main command's last step, the quickstart run, is left out: it needs network namespaces
+# that concurrent tests may be using, and the integration tests run it.
 set -euo pipefail
-build=$1
+source_dir=$(realpath "$1")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAILED: $*"; exit 1; }
 
-if ! (cd "$build" && cpack -G DEB -B "$work/out" >"$work/cpack.log" 2>&1); then
-  cat "$work/cpack.log"
-  fail "cpack could not build the package"
+main_command=$(grep -m1 '^    bash \.ci/install-packages && ' "$source_dir/README.md" | sed 's/^    //') ||
+  fail "README.md has no main command (an indented line starting 'bash .ci/install-packages && ')"
+run_step=' && ./build/cli/ernicctl run scenarios/quickstart.yaml'
+[[ "$main_command" == *"$run_step" ]] ||
+  fail "the README's main command does not end with '$run_step': $main_command"
+build_steps=${main_command%"$run_step"}
+echo "main command, without its run: $build_steps"
+
+# The checkout's tracked and new files, without its build trees.
+mkdir "$work/src"
+(cd "$source_dir" && git ls-files -z --cached --others --exclude-standard |
+  tar --null --files-from=- --ignore-failed-read -cf - | tar -xf - -C "$work/src") ||
+  fail "could not copy the files of $source_dir (a git checkout)"
+# Not part of the command: ccache (when there is one) makes a second run of this test fast.
+if command -v ccache >/dev/null && [[ -z "${CMAKE_CXX_COMPILER_LAUNCHER:-}" ]]; then
+  export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+  export CCACHE_BASEDIR="$work/src"
 fi
-deb=$(ls "$work"/out/ernicctl_*_amd64.deb) || fail "no ernicctl_VERSION_amd64.deb in $work/out"
+(cd "$work/src" && bash -c "$build_steps") >"$work/build.log" 2>&1 ||
+  { tail -40 "$work/build.log"; fail "the README's main command did not build"; }
+
+prefix="$work/prefix"
+(cd "$work/src" && cmake --install build --strip --prefix "$prefix") >"$work/install.log" 2>&1 ||
+  { cat "$work/install.log"; fail "cmake --install build --strip failed after the main command"; }
+for installed in bin/ernicctl share/ernicctl/schema.json share/ernicctl/scenarios/quickstart.yaml \
+  share/bash-completion/completions/ernicctl share/doc/ernicctl/README.md; do
+  [[ -s "$prefix/$installed" ]] || fail "cmake --install did not install $installed"
+done
+"$prefix/bin/ernicctl" --version >/dev/null || fail "the installed ernicctl does not run"
+(cd "$work/src" && cmake --install build --component debug --prefix "$prefix") >>"$work/install.log" 2>&1 ||
+  { cat "$work/install.log"; fail "cmake --install build --component debug failed"; }
+[[ -s "$prefix/lib/debug/bin/ernicctl.debug" ]] || fail "the debug component has no ernicctl.debug"
+
+(cd "$work/src/build" && cpack) >"$work/cpack.log" 2>&1 ||
+  { cat "$work/cpack.log"; fail "cd build && cpack failed after the main command"; }
+deb=$(ls "$work"/src/build/ernicctl_*_amd64.deb) || fail "no ernicctl_VERSION_amd64.deb in build/"
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
 for library in libyaml-cpp libssh libvirt0 libfmt; do
