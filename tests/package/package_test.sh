@@ -50,7 +50,7 @@ done
 deb=$(ls "$work"/src/build/ernicctl_*_amd64.deb) || fail "no ernicctl_VERSION_amd64.deb in build/"
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
-for library in libyaml-cpp libssh libvirt0 libfmt; do
+for library in libyaml-cpp libssh libvirt0 libfmt libibverbs1; do
   [[ "$depends" == *"$library"* ]] || fail "Depends does not name $library"
 done
 dpkg-deb -x "$deb" "$work/root"
@@ -61,6 +61,13 @@ file "$bin" | grep -q ", stripped" || fail "the installed binary is not stripped
   fail "validate failed on the installed quickstart"
 cmp -s "$work/root/usr/share/ernicctl/schema.json" <("$bin" schema) ||
   fail "the installed schema.json is not the one the binary validates with"
+# The verbs provider, where the installed binary points programs at it (ernicctl verbs-env).
+for library in libernic-rdmav34.so libernic-cdev.so; do
+  [[ -f "$work/root/usr/lib/ernicctl/$library" ]] || fail "the package has no usr/lib/ernicctl/$library"
+done
+mkdir -p "$work/sysfs/class/infiniband_verbs"
+"$bin" verbs-env "$work/sysfs" | grep -q "^export RDMAV_DRIVERS='$work/root/usr/lib/ernicctl/libernic'$" ||
+  fail "verbs-env does not point at the installed provider: $("$bin" verbs-env "$work/sysfs" 2>&1)"
 completion="$work/root/usr/share/bash-completion/completions/ernicctl"
 bash -n "$completion" || fail "the installed completion is not valid bash"
 grep -q -- "--rerun-failed" "$completion" || fail "the completion does not know run's flags"
