@@ -137,8 +137,8 @@ class PerftestBenchmark final : public Benchmark {
                  "What measures on hosts attached to embedded emulator instances: perftest "
                  "(Debian's ib_* programs through the instance's verbs device) or "
                  "load-generator (`ernicctl perf`, which also prints a row per second of a "
-                 "duration-mode bandwidth test: a sustained point's drift, and fairness "
-                 "between tenants over time). Other hosts always run perftest",
+                 "duration-mode bandwidth test: a sustained point's drift). Other hosts run "
+                 "perftest and refuse load-generator",
              .enum_values = {"perftest", kLoadGenerator},
              .default_text = "perftest"},
             {.name = "verb",
