@@ -239,7 +239,8 @@ TEST_CASE("embedded emulator: each instance describes its verbs device, which pe
   // Both sides of the point use their own instance's device, with the provider beside this
   // ernicctl.
   const std::string library = emu::verbs_library_dir();
-  for (const auto& [side, id] : {std::pair{"server on hostA", "1"}, {"client on hostB", "2"}}) {
+  for (const auto& [side, id] :
+       {std::pair{"server on hostA", "1"}, std::pair{"client on hostB", "2"}}) {
     CHECK_THAT(text, Catch::Contains(fmt::format(
                          "{}: SYSFS_PATH={} RDMAV_DRIVERS={} LD_PRELOAD={} ib_write_lat -d "
                          "ernic_{} -x 0 ",
