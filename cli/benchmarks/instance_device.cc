@@ -32,9 +32,10 @@ std::string use_instance_device(const HostFacts& facts, CommandSpec& spec) {
   }
   if (library_dir.empty()) {
     throw std::invalid_argument(fmt::format(
-        "emulator instance {} runs `{}` found in PATH, so where its verbs provider "
-        "(lib/ernicctl beside it) is, is unknown: give the instance's `ernicctl:` as an "
-        "absolute path",
+        "emulator instance {} runs `{}` (found in PATH, or a copy without the verbs "
+        "provider), so no verbs provider (lib/ernicctl beside it) is known: give the instance's "
+        "`ernicctl:` as the absolute path of an installed or built ernicctl, or measure with "
+        "ernicctl's load generator (`program: load-generator`)",
         fact(facts, "emulator_instance"), fact(facts, "ernicctl")));
   }
   spec.env = emu::verbs_environment(sysfs, library_dir).variables();

@@ -205,7 +205,7 @@ TEST_CASE(
   f.point.server_facts["ernicctl"] = "ernicctl";
   f.point.server_facts["verbs_library_dir"] = "";
   CHECK_THROWS_WITH(perftest().commands(f.point),
-                    Catch::Contains("emulator instance 1 runs `ernicctl` found in PATH") &&
+                    Catch::Contains("emulator instance 1 runs `ernicctl` (found in PATH") &&
                         Catch::Contains("absolute path"));
   // An instance brought up before it described its device.
   f.point.server_facts = {{"perf_socket", "/run/ernic/1.sock"},

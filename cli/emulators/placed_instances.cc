@@ -202,7 +202,11 @@ class RunningPlaced final : public RunningEmulator {
   HostFacts facts_for(int id) const override {
     for (const auto& instance : state_->instances) {
       if (instance->info.id == id) {
-        return instance_facts(instance->info, instance->ernicctl);
+        HostFacts facts = instance_facts(instance->info, instance->ernicctl);
+        if (instance->copied) {
+          facts["verbs_library_dir"] = "";  // the copy came without the verbs provider
+        }
+        return facts;
       }
     }
     throw std::out_of_range(fmt::format("no emulator instance {}", id));
