@@ -153,6 +153,8 @@ InstanceInfo planned_instance(const SupervisorConfig& config, int id) {
   info.mac = fmt::format("02:e7:00:00:00:{:02x}", id);
   info.gids = {*link_local_gid(info.mac), fmt::format("192.168.200.{}", 10 * id)};
   info.bind = config.bind;
+  info.verbs_sysfs = config.dir / fmt::format("ernic{}-verbs-sysfs", id);
+  info.verbs_device = fmt::format("ernic_{}", id);
   return info;
 }
 
@@ -174,7 +176,11 @@ std::vector<std::string> instance_arguments(const SupervisorConfig& config,
                                    "--gids",
                                    fmt::format("{},{}", info.gids[0], info.gids[1]),
                                    "--stats-file",
-                                   info.stats.string()};
+                                   info.stats.string(),
+                                   "--verbs-sysfs",
+                                   info.verbs_sysfs.string(),
+                                   "--verbs-name",
+                                   info.verbs_device};
   if (!config.log_to_stderr) {
     args.insert(args.end(), {"--log-file", info.log.string()});
   }

@@ -44,9 +44,14 @@ struct InstanceInfo {
   std::string mac;
   std::string bind;             // where its mesh listens
   std::uint16_t mesh_port = 0;  // manager only
+  // Where the instance describes its device for unmodified verbs programs (their SYSFS_PATH),
+  // and the device's name there (`-d` of perftest and ibv_rc_pingpong).
+  std::filesystem::path verbs_sysfs;
+  std::string verbs_device;
 };
 
-// Instance `id` of `config` before it starts: its role, socket, log, stats, MAC and GIDs.
+// Instance `id` of `config` before it starts: its role, socket, log, stats, MAC, GIDs and verbs
+// device (ernic_ID, described in its own folder: an instance removes that folder when it exits).
 InstanceInfo planned_instance(const SupervisorConfig& config, int id);
 // The `ernicctl` arguments instance `info` is started with; a worker dials the manager at
 // `manager` ("ADDRESS:PORT", known once the manager listens). Each instance listens on its own

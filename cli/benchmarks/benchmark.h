@@ -155,9 +155,19 @@ class Benchmark {
   // Programs the server and client hosts need, checked before anything starts.
   using Program = ernic::Program;
   virtual std::vector<Program> programs() const = 0;
-  // The programs a host with these facts needs: a host attached to an embedded emulator
-  // instance runs the load generator built into ernicctl instead of the tools.
-  virtual std::vector<Program> programs_for(const HostFacts& /*facts*/) const { return programs(); }
+  // The programs a host with these facts needs for a point with these parameters: perftest
+  // with `program: load-generator` on a host attached to an embedded emulator instance needs
+  // none (the load generator is built into ernicctl).
+  virtual std::vector<Program> programs_for(const HostFacts& /*facts*/,
+                                            const PointParams& /*params*/) const {
+    return programs();
+  }
+  // The program that measures a point with these parameters on a client host with these facts,
+  // as the record names it ("perftest", "ernicctl load generator"); empty: the tool itself.
+  virtual std::string measured_by(const PointParams& /*params*/,
+                                  const HostFacts& /*client_facts*/) const {
+    return "";
+  }
   // The command that prints the tool's version on the client host, and how to read it; none
   // when the tool has no version worth recording (the record then says nothing of it).
   virtual std::optional<CommandSpec> version_command() const { return std::nullopt; }

@@ -1,13 +1,17 @@
 // The perftest benchmark module: ib_{send,write,read}_{bw,lat} between a server host and a
-// client host, or ernicctl's embedded load generator on hosts attached to emulator instances.
+// client host. On hosts attached to embedded emulator instances it runs under the instance's
+// verbs environment, or (`program: load-generator`) ernicctl's own load generator instead.
 #include <fmt/format.h>
 
 #include <cmath>
 
 #include <algorithm>
+#include <regex>
 #include <sstream>
+#include <stdexcept>
 
 #include "benchmarks/benchmark.h"
+#include "benchmarks/instance_device.h"
 #include "benchmarks/perftest_errors.h"
 #include "benchmarks/perftest_parser.h"
 #include "benchmarks/registry.h"
@@ -17,6 +21,7 @@ namespace ernic {
 namespace {
 
 constexpr std::uint64_t kBadgeSize = 1048576;  // rocm-ernic's rdma_bw_GBs badge: send bw, 1 MiB
+constexpr const char* kLoadGenerator = "load-generator";
 
 std::string fact(const HostFacts& facts, const std::string& key) {
   auto found = facts.find(key);
@@ -126,6 +131,16 @@ class PerftestBenchmark final : public Benchmark {
     static const ObjectSchema schema{
         .description = "perftest parameters",
         .fields = {
+            {.name = "program",
+             .kind = ValueKind::kEnum,
+             .description =
+                 "What measures on hosts attached to embedded emulator instances: perftest "
+                 "(Debian's ib_* programs through the instance's verbs device) or "
+                 "load-generator (`ernicctl perf`, which also prints a row per second of a "
+                 "duration-mode bandwidth test: a sustained point's drift). Other hosts run "
+                 "perftest and refuse load-generator",
+             .enum_values = {"perftest", kLoadGenerator},
+             .default_text = "perftest"},
             {.name = "verb",
              .kind = ValueKind::kEnum,
              .description = "RDMA operation",
@@ -161,8 +176,9 @@ class PerftestBenchmark final : public Benchmark {
              .description = "A sustained point (the ladder's rung 4; needs `duration:`, minutes "
                             "rather than seconds): the record adds the drift (median of the last "
                             "tenth of the per-second rates over the first tenth) and the worst "
-                            "second. The embedded load generator reports per second; real "
-                            "perftest does not, so its sustained points record no drift",
+                            "second. The embedded load generator (`program: load-generator`) "
+                            "reports per second; real perftest does not, so its sustained "
+                            "points record no drift",
              .default_text = "false",
              .needs = "duration"},
             {.name = "tx_depth",
@@ -180,12 +196,14 @@ class PerftestBenchmark final : public Benchmark {
              .default_text = "true"},
             {.name = "gid_index",
              .kind = ValueKind::kInteger,
-             .description = "GID index (-x) when the gid-index setup step did not find one",
+             .description = "GID index (-x) when the gid-index setup step did not find one; "
+                            "on an embedded emulator instance's device 0 (its first GID) by "
+                            "default",
              .minimum = 0},
             {.name = "extra_args",
              .kind = ValueKind::kString,
-             .description = "More perftest arguments, separated by spaces (not for the "
-                            "embedded load generator)"},
+             .description = "More perftest arguments, separated by spaces (real perftest "
+                            "only: `program: load-generator` refuses them)"},
         }};
     return schema;
   }
@@ -215,8 +233,36 @@ class PerftestBenchmark final : public Benchmark {
     return params.has("duration") ? "lat_avg_us" : "lat_typical_us";
   }
 
-  std::vector<Program> programs_for(const HostFacts& facts) const override {
-    return uses_load_generator(facts) ? std::vector<Program>{} : programs();
+  std::vector<Program> programs_for(const HostFacts& facts,
+                                    const PointParams& params) const override {
+    if (attached_to_instance(facts)) {
+      if (load_generator_chosen(params)) {
+        return {};  // built into ernicctl
+      }
+      std::vector<Program> needed = programs();
+      for (Program& program : needed) {
+        program.instead = "or measure with ernicctl's load generator (`program: load-generator`)";
+      }
+      return needed;
+    }
+    return programs();
+  }
+
+  std::optional<CommandSpec> version_command() const override {
+    return CommandSpec{.argv = {"ib_send_bw", "--version"}, .timeout = std::chrono::seconds(10)};
+  }
+  // "Version: 6.06" (perftest's own version, not the Debian package's).
+  std::string parse_version(const CommandResult& result) const override {
+    static const std::regex kVersion(R"(Version: *([0-9][^ \n]*))");
+    std::smatch match;
+    const std::string output = result.output();
+    return std::regex_search(output, match, kVersion) ? match[1].str() : "";
+  }
+
+  std::string measured_by(const PointParams& params, const HostFacts& client_facts) const override {
+    return attached_to_instance(client_facts) && load_generator_chosen(params)
+               ? "ernicctl load generator"
+               : "perftest";
   }
 
   std::vector<Program> programs() const override {
@@ -362,14 +408,38 @@ class PerftestBenchmark final : public Benchmark {
     return p.has(name) ? p.text(name) : fallback;
   }
 
-  static bool uses_load_generator(const HostFacts& facts) {
-    return !fact(facts, "perf_socket").empty() && !fact(facts, "ernicctl").empty();
+  static bool load_generator_chosen(const PointParams& p) {
+    return text_or(p, "program", "perftest") == kLoadGenerator;
+  }
+
+  // Whether this side runs the load generator; throws std::invalid_argument, naming the cause,
+  // when the point asks for it where it cannot run or with arguments it does not take.
+  static bool runs_load_generator(const PointContext& point, const HostFacts& facts,
+                                  const char* side) {
+    if (!load_generator_chosen(point.params)) {
+      return false;
+    }
+    if (!attached_to_instance(facts)) {
+      throw std::invalid_argument(fmt::format(
+          "benchmark {}: `program: load-generator` runs only on hosts attached to an embedded "
+          "emulator instance (`provider: embedded`), and its {} host is not",
+          point.benchmark, side));
+    }
+    if (point.params.has("extra_args")) {
+      throw std::invalid_argument(
+          fmt::format("benchmark {}: `extra_args` are perftest's arguments, which ernicctl's "
+                      "load generator does not take (`program: load-generator`)",
+                      point.benchmark));
+    }
+    return true;
   }
 
   static std::string program_label(const PointContext& point, const HostFacts& facts) {
     std::string name = perftest_program(text_or(point.params, "verb", "send"),
                                         text_or(point.params, "mode", "bw"));
-    return uses_load_generator(facts) ? "ernicctl perf " + name.substr(3) : name;
+    return attached_to_instance(facts) && load_generator_chosen(point.params)
+               ? "ernicctl perf " + name.substr(3)
+               : name;
   }
 
   // One side's command line; `server_address` is empty for the server.
@@ -382,7 +452,8 @@ class PerftestBenchmark final : public Benchmark {
     CommandSpec spec;
     spec.timeout = point.timeout;
     auto& argv = spec.argv;
-    bool generator = uses_load_generator(facts);
+    bool generator =
+        runs_load_generator(point, facts, server_address.empty() ? "server" : "client");
     if (generator) {
       argv = {fact(facts, "ernicctl"), "perf", verb + "_" + mode, "--socket",
               fact(facts, "perf_socket")};
@@ -394,14 +465,12 @@ class PerftestBenchmark final : public Benchmark {
       }
     } else {
       argv = {perftest_program(verb, mode)};
-      if (std::string device = fact(facts, "rdma_device"); !device.empty()) {
+      if (attached_to_instance(facts)) {
+        argv.insert(argv.end(), {"-d", use_instance_device(facts, spec)});
+      } else if (std::string device = fact(facts, "rdma_device"); !device.empty()) {
         argv.insert(argv.end(), {"-d", device});
       }
-      std::string gid = fact(facts, "gid_index");
-      if (gid.empty() && p.has("gid_index")) {
-        gid = p.text("gid_index");
-      }
-      if (!gid.empty()) {
+      if (std::string gid = gid_index_for(facts, p); !gid.empty()) {
         argv.insert(argv.end(), {"-x", gid});
       }
     }

@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
@@ -120,10 +122,128 @@ TEST_CASE("perftest module: without facts, -d is left out and -x comes from para
                                                          "--cpu_util", "10.10.0.1"});
 }
 
-TEST_CASE("perftest module: emulator hosts run ernicctl's load generator", "[perftest][module]") {
+// What instance_facts() (emulators/placed_instances.h) gives a host attached to instance `id`.
+HostFacts instance_host_facts(int id) {
+  return {{"perf_socket", fmt::format("/run/ernic/{}.sock", id)},
+          {"ernicctl", "/usr/local/bin/ernicctl"},
+          {"emulator_instance", std::to_string(id)},
+          {"verbs_device", fmt::format("ernic_{}", id)},
+          {"verbs_sysfs", fmt::format("/run/ernic/ernic{}-verbs-sysfs", id)},
+          {"verbs_library_dir", "/usr/local/lib/ernicctl"}};
+}
+
+using Env = std::vector<std::pair<std::string, std::string>>;
+
+TEST_CASE("perftest module: emulator hosts run Debian's perftest on the instance's verbs device",
+          "[perftest][module][verbs]") {
   PointFixture f;
+  f.param("program", "perftest").param("verb", "write").param("mode", "bw").param("size", "65536");
+  f.param("iterations", "500").param("tx_depth", "64").param("qps", "2");
+  f.param("extra_args", "-F --cpu_util");
+  f.point.server_facts = instance_host_facts(1);
+  f.point.client_facts = instance_host_facts(2);
+  PointCommands commands = perftest().commands(f.point);
+  REQUIRE(commands.server.has_value());
+  // Every declared parameter and extra_args, the instance's device and its first GID.
+  CHECK(commands.server->spec.argv == Argv{"ib_write_bw", "-d", "ernic_1", "-x", "0", "-s", "65536",
+                                           "-n", "500", "-t", "64", "-q", "2", "--report_gbits",
+                                           "-p", "18600", "-F", "--cpu_util"});
+  CHECK(commands.client.argv == Argv{"ib_write_bw", "-d", "ernic_2", "-x", "0", "-s", "65536", "-n",
+                                     "500", "-t", "64", "-q", "2", "--report_gbits", "-p", "18600",
+                                     "-F", "--cpu_util", "10.10.0.1"});
+  // Each side under the environment that points libibverbs at its own instance.
+  CHECK(commands.server->spec.env ==
+        Env{{"SYSFS_PATH", "/run/ernic/ernic1-verbs-sysfs"},
+            {"RDMAV_DRIVERS", "/usr/local/lib/ernicctl/libernic"},
+            {"LD_PRELOAD", "/usr/local/lib/ernicctl/libernic-cdev.so"}});
+  CHECK(commands.client.env.at(0) ==
+        std::pair<std::string, std::string>{"SYSFS_PATH", "/run/ernic/ernic2-verbs-sysfs"});
+  // What the dry run prints and the record keeps: the command with its environment.
+  CHECK(commands.client.display().starts_with(
+      "SYSFS_PATH=/run/ernic/ernic2-verbs-sysfs RDMAV_DRIVERS=/usr/local/lib/ernicctl/libernic "
+      "LD_PRELOAD=/usr/local/lib/ernicctl/libernic-cdev.so ib_write_bw -d ernic_2 -x 0 "));
+  CHECK(commands.server->readiness.description == "ib_write_bw server listening on port 18600");
+  CHECK(perftest().measured_by(f.point.params, f.point.client_facts) == "perftest");
+
+  // A GID index the scenario gives wins over the instance's first GID; duration mode is -D
+  // without the load generator's per-second flag; latency tests print every iteration.
+  f.param("gid_index", "1").param("duration", "3000").param("mode", "lat");
+  Argv client = perftest().commands(f.point).client.argv;
+  CHECK(Argv(client.begin(), client.begin() + 9) ==
+        Argv{"ib_write_lat", "-d", "ernic_2", "-x", "1", "-s", "65536", "-D", "3"});
+  CHECK(std::count(client.begin(), client.end(), "--report-per-second") == 0);
+}
+
+TEST_CASE("perftest module: emulator hosts need perftest, or name the load generator instead",
+          "[perftest][module][verbs]") {
+  PointParams perftest_params;
+  perftest_params.set("program", "perftest");
+  std::vector<Benchmark::Program> needed =
+      perftest().programs_for(instance_host_facts(1), perftest_params);
+  REQUIRE(needed.size() == 6);
+  CHECK(needed.front().name == "ib_send_bw");
+  CHECK(needed.front().debian_package == "perftest");
+  CHECK_THAT(needed.front().instead, Catch::Contains("`program: load-generator`"));
+  // Hosts with a NIC of their own have no other way to measure.
+  CHECK(perftest().programs_for({{"rdma_device", "rxe0"}}, perftest_params).front().instead == "");
+
+  PointParams generator_params;
+  generator_params.set("program", "load-generator");
+  CHECK(perftest().programs_for(instance_host_facts(1), generator_params).empty());
+  CHECK(perftest().measured_by(generator_params, instance_host_facts(2)) ==
+        "ernicctl load generator");
+}
+
+TEST_CASE(
+    "perftest module: an emulator host without the verbs provider's folder is an error "
+    "naming the cause",
+    "[perftest][module][verbs]") {
+  PointFixture f;
+  f.param("verb", "send").param("mode", "bw");
+  f.point.server_facts = instance_host_facts(1);
+  f.point.client_facts = instance_host_facts(2);
+  f.point.server_facts["ernicctl"] = "ernicctl";
+  f.point.server_facts["verbs_library_dir"] = "";
+  CHECK_THROWS_WITH(perftest().commands(f.point),
+                    Catch::Contains("emulator instance 1 runs `ernicctl` (found in PATH") &&
+                        Catch::Contains("absolute path"));
+  // An instance brought up before it described its device.
+  f.point.server_facts = {{"perf_socket", "/run/ernic/1.sock"},
+                          {"ernicctl", "/usr/local/bin/ernicctl"},
+                          {"emulator_instance", "1"}};
+  CHECK_THROWS_WITH(perftest().commands(f.point),
+                    Catch::Contains("emulator instance 1 describes no verbs device"));
+}
+
+TEST_CASE("perftest module: the load generator runs only where it can, without extra_args",
+          "[perftest][module][verbs]") {
+  PointFixture f;
+  f.param("program", "load-generator").param("verb", "send").param("mode", "bw");
+  f.point.server_facts = instance_host_facts(1);
+  f.point.client_facts = {{"rdma_device", "rxe0"}};
+  CHECK_THROWS_WITH(perftest().commands(f.point),
+                    Catch::Contains("benchmark rdma: `program: load-generator` runs only on hosts "
+                                    "attached to an embedded emulator instance") &&
+                        Catch::Contains("its client host is not"));
+  f.point.client_facts = instance_host_facts(2);
+  f.param("extra_args", "-F");
+  CHECK_THROWS_WITH(perftest().commands(f.point),
+                    Catch::Contains("benchmark rdma: `extra_args` are perftest's arguments"));
+}
+
+TEST_CASE("perftest module: the version probe reads perftest's own version", "[perftest][module]") {
+  REQUIRE(perftest().version_command().has_value());
+  CHECK(perftest().version_command()->argv == Argv{"ib_send_bw", "--version"});
+  CHECK(perftest().parse_version(exited(0, "Version: 6.06\n")) == "6.06");
+  CHECK(perftest().parse_version(exited(1, "", "ib_send_bw: not found\n")) == "");
+}
+
+TEST_CASE("perftest module: `program: load-generator` runs ernicctl's load generator",
+          "[perftest][module]") {
+  PointFixture f;
+  f.param("program", "load-generator");
   f.param("verb", "send").param("mode", "bw").param("size", "4096").param("iterations", "1000");
-  f.param("tx_depth", "128").param("extra_args", "-F");
+  f.param("tx_depth", "128");
   f.point.server_facts = {{"perf_socket", "/run/ernic/1.sock"},
                           {"ernicctl", "/usr/local/bin/ernicctl"},
                           {"rdma_device", "ionic_0"}};

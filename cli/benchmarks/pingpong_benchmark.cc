@@ -1,7 +1,9 @@
-// The ibv_rc_pingpong benchmark module (rdma-core): RC ping-pong latency and bandwidth.
+// The ibv_rc_pingpong benchmark module (rdma-core): RC ping-pong latency and bandwidth; on hosts
+// attached to embedded emulator instances, through the instance's verbs device.
 #include <fmt/format.h>
 
 #include "benchmarks/benchmark.h"
+#include "benchmarks/instance_device.h"
 #include "benchmarks/pingpong_parser.h"
 #include "benchmarks/registry.h"
 
@@ -38,7 +40,8 @@ class PingpongBenchmark final : public Benchmark {
             {.name = "gid_index",
              .kind = ValueKind::kInteger,
              .description = "GID index (-g) when the gid-index setup step did not find one; "
-                            "RoCE devices, soft-RoCE included, need one",
+                            "RoCE devices, soft-RoCE included, need one (on an embedded emulator "
+                            "instance's device 0, its first GID, by default)",
              .minimum = 0},
         }};
     return schema;
@@ -100,14 +103,12 @@ class PingpongBenchmark final : public Benchmark {
     CommandSpec spec;
     spec.timeout = point.timeout;
     spec.argv = {"ibv_rc_pingpong"};
-    if (std::string device = fact(facts, "rdma_device"); !device.empty()) {
+    if (attached_to_instance(facts)) {
+      spec.argv.insert(spec.argv.end(), {"-d", use_instance_device(facts, spec)});
+    } else if (std::string device = fact(facts, "rdma_device"); !device.empty()) {
       spec.argv.insert(spec.argv.end(), {"-d", device});
     }
-    std::string gid = fact(facts, "gid_index");
-    if (gid.empty() && p.has("gid_index")) {
-      gid = p.text("gid_index");
-    }
-    if (!gid.empty()) {
+    if (std::string gid = gid_index_for(facts, p); !gid.empty()) {
       spec.argv.insert(spec.argv.end(), {"-g", gid});
     }
     spec.argv.insert(spec.argv.end(),

@@ -70,6 +70,37 @@ TEST_CASE("pingpong module: commands with device and GID index facts", "[pingpon
         Argv{"ibv_rc_pingpong", "-g", "2", "-n", "100", "-s", "4096", "-p", "18610"});
 }
 
+TEST_CASE("pingpong module: emulator hosts run it on the instance's verbs device",
+          "[pingpong][module][verbs]") {
+  AddressOnlyHost server("127.0.0.1");
+  PointContext point;
+  point.server = &server;
+  point.port = 18610;
+  point.params.set("size", "4096");
+  point.params.set("iterations", "100");
+  // What instance_facts() (emulators/placed_instances.h) gives a host attached to an instance.
+  auto attached_to = [](const std::string& id) {
+    return HostFacts{{"perf_socket", "/run/ernic/" + id + ".sock"},
+                     {"ernicctl", "/usr/bin/ernicctl"},
+                     {"emulator_instance", id},
+                     {"verbs_device", "ernic_" + id},
+                     {"verbs_sysfs", "/run/ernic/ernic" + id + "-verbs-sysfs"},
+                     {"verbs_library_dir", "/usr/lib/ernicctl"}};
+  };
+  point.server_facts = attached_to("1");
+  point.client_facts = attached_to("2");
+  PointCommands commands = pingpong().commands(point);
+  REQUIRE(commands.server.has_value());
+  CHECK(commands.server->spec.argv == Argv{"ibv_rc_pingpong", "-d", "ernic_1", "-g", "0", "-n",
+                                           "100", "-s", "4096", "-p", "18610"});
+  CHECK(commands.client.display() ==
+        "SYSFS_PATH=/run/ernic/ernic2-verbs-sysfs RDMAV_DRIVERS=/usr/lib/ernicctl/libernic "
+        "LD_PRELOAD=/usr/lib/ernicctl/libernic-cdev.so ibv_rc_pingpong -d ernic_2 -g 0 -n 100 "
+        "-s 4096 -p 18610 127.0.0.1");
+  point.params.set("gid_index", "1");
+  CHECK(pingpong().commands(point).client.argv[4] == "1");
+}
+
 TEST_CASE("pingpong module: parse, iteration check and the no-GID failure", "[pingpong][module]") {
   PointContext point;
   point.params.set("size", "4096");

@@ -9,6 +9,9 @@ namespace ernic {
 struct Program {
   std::string name;
   std::string debian_package;
+  // What does without it, for the message that says it is missing ("or measure with ...");
+  // empty when nothing does.
+  std::string instead;
 };
 
 }  // namespace ernic

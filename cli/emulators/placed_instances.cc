@@ -202,7 +202,11 @@ class RunningPlaced final : public RunningEmulator {
   HostFacts facts_for(int id) const override {
     for (const auto& instance : state_->instances) {
       if (instance->info.id == id) {
-        return instance_facts(instance->info, instance->ernicctl);
+        HostFacts facts = instance_facts(instance->info, instance->ernicctl);
+        if (instance->copied) {
+          facts["verbs_library_dir"] = "";  // the copy came without the verbs provider
+        }
+        return facts;
       }
     }
     throw std::out_of_range(fmt::format("no emulator instance {}", id));
@@ -359,6 +363,24 @@ std::string own_executable() {
   return fs::read_symlink("/proc/self/exe").string();
 }
 
+namespace {
+
+// Where an ernicctl's build or installation put the verbs provider (emu::verbs_library_dir()
+// for the running one). The dry run's placeholder for an ernicctl on another machine gives one
+// of its own; a bare name found in PATH gives none.
+std::string verbs_library_dir_of(const std::string& ernicctl) {
+  if (ernicctl.starts_with('<')) {
+    return fmt::format("<lib/ernicctl beside {}>", ernicctl.substr(1, ernicctl.size() - 2));
+  }
+  const fs::path path(ernicctl);
+  if (!path.is_absolute()) {
+    return "";
+  }
+  return (path.parent_path().parent_path() / "lib/ernicctl").lexically_normal().string();
+}
+
+}  // namespace
+
 HostFacts instance_facts(const emu::InstanceInfo& info, const std::string& ernicctl) {
   std::string gids;
   for (const auto& gid : info.gids) {
@@ -369,7 +391,10 @@ HostFacts instance_facts(const emu::InstanceInfo& info, const std::string& ernic
           {"emulator_instance", std::to_string(info.id)},
           {"emulator_role", info.role},
           {"emulator_gids", gids},
-          {"emulator_mac", info.mac}};
+          {"emulator_mac", info.mac},
+          {"verbs_device", info.verbs_device},
+          {"verbs_sysfs", info.verbs_sysfs.string()},
+          {"verbs_library_dir", verbs_library_dir_of(ernicctl)}};
 }
 
 std::vector<std::string> describe_placed(const PlacedPlan& plan, const EmulatorContext& context) {

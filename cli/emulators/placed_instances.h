@@ -20,8 +20,11 @@ std::vector<Placement> embedded_placements(const Config& emulator);
 
 // The path of the running ernicctl.
 std::string own_executable();
-// What a load-generator endpoint attached to the instance needs to reach it: its socket on the
-// instance's machine and the ernicctl there.
+// What a host attached to the instance needs to reach it: for the load generator its socket on
+// the instance's machine and the ernicctl there; for unmodified verbs programs its verbs device,
+// the folder describing it and the verbs provider's folder beside that ernicctl
+// (`verbs_library_dir`, empty when `ernicctl` is found in PATH and its folder is unknown;
+// RunningPlaced also empties it for an ernicctl the run copied there, which has none).
 HostFacts instance_facts(const emu::InstanceInfo& info, const std::string& ernicctl);
 
 // Everything start_placed() does, decided before anything starts (describe() prints it).

@@ -3,9 +3,13 @@
 // tests/ssh/placed_instances_test.cc starts them for real over SSH.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include <cstdio>
+#include <regex>
 #include <string>
 
+#include "frontend/verbs_environment.h"
 #include "hosts/local_host.h"
 #include "platform/platform.h"
 #include "run/executor.h"
@@ -186,9 +190,64 @@ TEST_CASE("placed instances: the dry run prints each remote instance's commands 
   CHECK(text.find("--bind 10.9.0.1") != std::string::npos);
   CHECK(text.find("--token ") == std::string::npos);
   CHECK(text.find("--log-file") == std::string::npos);
-  // The load generator on hostB attaches to instance 2's socket on hostB.
-  CHECK(text.find("client on hostB: '<ernicctl on hostB>' perf write_lat --socket '" + dir +
-                  "/ernic2.sock'") != std::string::npos);
+  // Each instance describes its verbs device in its own folder on its machine.
+  CHECK(text.find("--verbs-sysfs '" + dir + "/ernic2-verbs-sysfs' --verbs-name ernic_2") !=
+        std::string::npos);
+  // perftest on hostB uses instance 2's device, with the provider beside hostB's ernicctl.
+  CHECK(text.find("client on hostB: SYSFS_PATH='" + dir +
+                  "/ernic2-verbs-sysfs' "
+                  "RDMAV_DRIVERS='<lib/ernicctl beside ernicctl on hostB>/libernic' "
+                  "LD_PRELOAD='<lib/ernicctl beside ernicctl on hostB>/libernic-cdev.so' "
+                  "ib_write_lat -d ernic_2 -x 0 ") != std::string::npos);
+  // The load generator on hostB, when chosen, attaches to instance 2's socket on hostB.
+  std::string scenario = scenario_with(kPlaced);
+  const std::string params = "params: {verb: write";
+  scenario.replace(scenario.find(params), params.size(),
+                   "params: {program: load-generator, verb: write");
+  CHECK(
+      dry_run_of(scenario).find("client on hostB: '<ernicctl on hostB>' perf write_lat --socket '" +
+                                dir + "/ernic2.sock'") != std::string::npos);
+}
+
+TEST_CASE("embedded emulator: each instance describes its verbs device, which perftest uses",
+          "[emulator][verbs][dry-run]") {
+  Interrupt::reset();
+  std::string scenario = scenario_with("2");
+  for (const char* host : {"hostA", "hostB"}) {
+    const std::string ssh =
+        fmt::format("{{name: {}, provider: ssh, address: 10.1.2.{}, instance:", host,
+                    host == std::string("hostA") ? 1 : 2);
+    scenario.replace(scenario.find(ssh), ssh.size(),
+                     fmt::format("{{name: {}, provider: embedded, instance:", host));
+  }
+  const std::string text = dry_run_of(scenario);
+  INFO(text);
+  // ernic_N in a folder of its own: an instance removes its folder when it exits.
+  const std::regex instance(
+      " --verbs-sysfs '?(/tmp/ernic-[^ ']*)/ernic([12])-verbs-sysfs'? "
+      "--verbs-name ernic_([12])");
+  std::smatch match;
+  std::string dir;
+  int described = 0;
+  for (auto at = text.cbegin(); std::regex_search(at, text.cend(), match, instance);
+       at = match.suffix().first) {
+    CHECK(match[2] == match[3]);
+    dir = match[1];
+    ++described;
+  }
+  CHECK(described == 2);
+  // Both sides of the point use their own instance's device, with the provider beside this
+  // ernicctl.
+  const std::string library = emu::verbs_library_dir();
+  for (const auto& [side, id] :
+       {std::pair{"server on hostA", "1"}, std::pair{"client on hostB", "2"}}) {
+    CHECK_THAT(text, Catch::Contains(fmt::format(
+                         "{}: SYSFS_PATH={} RDMAV_DRIVERS={} LD_PRELOAD={} ib_write_lat -d "
+                         "ernic_{} -x 0 ",
+                         side, shell_quote(fmt::format("{}/ernic{}-verbs-sysfs", dir, id)),
+                         shell_quote(library + "/libernic"),
+                         shell_quote(library + "/libernic-cdev.so"), id)));
+  }
 }
 
 // Not placement, but the same scenario serves: the embedded emulator's `payloads` key reaches

@@ -238,6 +238,7 @@ void to_json(json& out, const PointRecord& point) {
          {"hosts", point.hosts},   {"metrics", metrics},
          {"samples", samples},     {"summary", summary}};
   put_present(out, "log", point.log);
+  put_present(out, "measured_by", point.measured_by);
   put_present(out, "repetitions", point.repetitions);
   put_present(out, "duration_s", point.duration_s);
   put_present(out, "fairness", point.fairness);

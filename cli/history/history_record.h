@@ -119,7 +119,10 @@ struct PointRecord {
   std::vector<std::string> logs;
   std::optional<std::string> log;  // one log path, as older records and the docs' example hold
   std::map<std::string, std::string> commands;  // "client", and "server" for two-sided tools
-  std::map<std::string, std::string> hosts;     // "server", "client"
+  // The program that measured the point when the tool may run more than one ("perftest",
+  // "ernicctl load generator"); nullopt: the tool itself, and in older records.
+  std::optional<std::string> measured_by;
+  std::map<std::string, std::string> hosts;  // "server", "client"
   // Points with several tenants: every tenant's hosts and commands by tenant name (`hosts` and
   // `commands` above stay the first tenant's, as single-tenant readers expect); empty otherwise.
   std::map<std::string, TenantRecord> tenants;

@@ -256,6 +256,7 @@ PointRecord read_point(const FieldReader& in) {
     }
   }
   in.read("commands", point.commands);
+  in.read("measured_by", point.measured_by);
   in.read("hosts", point.hosts);
   auto tenants = in.child("tenants", json::value_t::object);
   for (const auto& [tenant_name, value] : tenants.raw().items()) {

@@ -136,6 +136,9 @@ PointRecord point_record(const PointResult& result, const Scenario& scenario,
   if (!result.server_command.empty()) {
     out.commands["server"] = result.server_command;
   }
+  if (!result.measured_by.empty()) {
+    out.measured_by = result.measured_by;
+  }
   if (point.entry->multi_tenant()) {
     for (const Tenant& tenant : point.entry->tenants) {
       TenantRecord& recorded = out.tenants[tenant.name];

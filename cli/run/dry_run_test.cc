@@ -25,10 +25,10 @@ using testing::Scripted;
 using testing::World;
 namespace perf = emu::perf;
 
-// What the embedded load generator would print for the point `spec` runs: a perftest table for
-// the verb, mode and size on its command line.
-std::string load_generator_output(const std::vector<std::string>& argv) {
-  static const std::regex kTest("(send|write|read)_(bw|lat)");
+// What perftest or the embedded load generator (which prints perftest's format) would print for
+// the point `spec` runs: a perftest table for the verb, mode and size on its command line.
+std::string perftest_output(const std::vector<std::string>& argv) {
+  static const std::regex kTest("(?:ib_)?(send|write|read)_(bw|lat)");
   perf::Verb verb = perf::Verb::kSend;
   perf::Mode mode = perf::Mode::kBandwidth;
   std::uint64_t size = 65536;
@@ -65,9 +65,9 @@ Scripted answer(const std::string&, const CommandSpec& spec) {
   const std::string line = spec.display();
   if (spec.argv[0] == "iperf3" && spec.argv[1] == "-c") {
     scripted.result.out = ernic::testing::read_sample("iperf3_netns.client.json");
-  } else if (line.find(" perf ") != std::string::npos && line.find(" -p ") != std::string::npos &&
-             line.find("addr-") != std::string::npos) {
-    scripted.result.out = load_generator_output(spec.argv);  // a client names its server
+  } else if ((line.find(" perf ") != std::string::npos || spec.argv[0].starts_with("ib_")) &&
+             line.find(" -p ") != std::string::npos && line.find("addr-") != std::string::npos) {
+    scripted.result.out = perftest_output(spec.argv);  // a client names its server
   }
   return scripted;
 }
@@ -183,6 +183,32 @@ TEST_CASE("dry run: prints exactly the commands the run issues, in the same orde
   }
   std::filesystem::remove_all(runs);
   Interrupt::reset();
+}
+
+TEST_CASE("dry run: perftest on embedded hosts runs under the instance's verbs environment",
+          "[executor][dry-run][verbs]") {
+  std::vector<std::string> printed = print_dry_run("quickstart.yaml");
+  // The first bw point: Debian's perftest on each side's instance device, under the environment
+  // that points libibverbs at that instance (the fake emulator's facts).
+  const std::string server =
+      "guest1: SYSFS_PATH=/tmp/fake-<token>/ernic1-verbs-sysfs "
+      "RDMAV_DRIVERS=/opt/lib/ernicctl/libernic LD_PRELOAD=/opt/lib/ernicctl/libernic-cdev.so "
+      "ib_send_bw -d ernic_1 -x 0 -s 4096 -n 128 -t 64 --report_gbits -p ";
+  const std::string client =
+      "guest2: SYSFS_PATH=/tmp/fake-<token>/ernic2-verbs-sysfs "
+      "RDMAV_DRIVERS=/opt/lib/ernicctl/libernic LD_PRELOAD=/opt/lib/ernicctl/libernic-cdev.so "
+      "ib_send_bw -d ernic_2 -x 0 -s 4096 -n 128 -t 64 --report_gbits -p ";
+  auto first_with = [&](const std::string& prefix) {
+    return std::find_if(printed.begin(), printed.end(),
+                        [&](const std::string& line) { return line.starts_with(prefix); });
+  };
+  CHECK(first_with(server) != printed.end());
+  CHECK(first_with(client) != printed.end());
+  CHECK(first_with(server) < first_with(client));
+  // The sustained point asks for the load generator and its per-second rows.
+  auto sustained = first_with("guest2: /opt/ernicctl perf write_bw --socket ");
+  REQUIRE(sustained != printed.end());
+  CHECK_THAT(*sustained, Catch::Contains("-D 6") && Catch::Contains("--report-per-second"));
 }
 
 TEST_CASE("dry run: tenants and concurrent groups say what starts together",

@@ -19,6 +19,12 @@
 namespace ernic {
 namespace {
 
+// The end of "PROGRAM is not installed ...": the package to install, and what does without it.
+std::string how_to_do_without(const Benchmark::Program& program) {
+  std::string text = fmt::format("install the Debian package {}", program.debian_package);
+  return program.instead.empty() ? text : fmt::format("{}, {}", text, program.instead);
+}
+
 // The hosts of the scenario grouped by provider, providers in the order the scenario first
 // names them (the order the run creates them in).
 std::vector<std::pair<std::string, std::vector<HostSpec>>> hosts_by_provider(
@@ -214,11 +220,11 @@ void Executor::preflight() {
   // they answer. Hosts attached to an emulator instance get that instance's facts (a load
   // generator endpoint needs no perftest).
   std::map<std::string, std::set<std::string>> missing;  // program -> hosts
-  std::map<std::string, std::string> packages;
+  std::map<std::string, Benchmark::Program> programs;
   auto need = [&](const Benchmark::Program& program, const std::string& host_name) {
     if (!program_in_path(program.name)) {
       missing[program.name].insert(host_name);
-      packages[program.name] = program.debian_package;
+      programs[program.name] = program;
     }
   };
   EmulatorKind* kind = platform_.emulator_kind(plan_.scenario->emulator.kind);
@@ -239,7 +245,7 @@ void Executor::preflight() {
     for (const auto& point : plan_.points) {
       for (const auto& tenant : point.entry->all_tenants()) {
         if (tenant.server == spec.name || tenant.client == spec.name) {
-          for (const auto& program : point.tool->programs_for(facts)) {
+          for (const auto& program : point.tool->programs_for(facts, point.params)) {
             need(program, spec.name);
           }
         }
@@ -253,8 +259,9 @@ void Executor::preflight() {
       for (const auto& name : hosts) {
         names += (names.empty() ? "" : ", ") + name;
       }
-      message += fmt::format("{}{} is not installed (needed on {}); install the Debian package {}",
-                             message.empty() ? "" : "\n", program, names, packages[program]);
+      message +=
+          fmt::format("{}{} is not installed (needed on {}); {}", message.empty() ? "" : "\n",
+                      program, names, how_to_do_without(programs[program]));
     }
     throw PreflightError(message);
   }
@@ -416,15 +423,14 @@ void Executor::check_programs() {
       if (host_name.empty()) {
         continue;
       }
-      for (const auto& program : point.tool->programs_for(facts_[host_name])) {
+      for (const auto& program : point.tool->programs_for(facts_[host_name], point.params)) {
         if (!checked.insert(host_name + "/" + program.name).second) {
           continue;
         }
         Host& h = host(host_name);
         if (!h.has_program(program.name)) {
-          throw std::runtime_error(
-              fmt::format("{} is not installed on {}; install the Debian package {}", program.name,
-                          h.describe(), program.debian_package));
+          throw std::runtime_error(fmt::format("{} is not installed on {}; {}", program.name,
+                                               h.describe(), how_to_do_without(program)));
         }
       }
     }

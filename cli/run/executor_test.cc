@@ -265,6 +265,27 @@ history: {{enabled: false}}
                      verbs);
 }
 
+TEST_CASE("executor: missing perftest on an emulator host names the load generator instead",
+          "[executor][verbs]") {
+  Harness h(embedded_scenario_text("send"));
+  h.world.missing_programs = {"ib_send_bw"};
+  RunResult result = h.run();
+  CHECK(result.status == RunStatus::kFailed);
+  CHECK_THAT(result.fatal_error,
+             Catch::Contains("ib_send_bw is not installed on g1 (fake); install the Debian "
+                             "package perftest, or measure with ernicctl's load generator "
+                             "(`program: load-generator`)"));
+  CHECK(h.world.events_starting("run on g2: ib_send_bw -d").empty());
+
+  // With the load generator chosen, the host needs no perftest.
+  Harness generated(embedded_scenario_text("send, program: load-generator"));
+  generated.world.missing_programs = {"ib_send_bw"};
+  RunResult passed = generated.run();
+  INFO(passed.fatal_error);
+  CHECK(passed.fatal_error.find("not installed") == std::string::npos);
+  CHECK(generated.world.events_starting("run on g2: /opt/ernicctl perf send_bw").size() == 1);
+}
+
 TEST_CASE("executor: a dead emulator instance stops the run naming it", "[executor]") {
   Harness h(embedded_scenario_text("[send, write]"));
   auto& kind = h.fakes.kind("embedded");

@@ -321,6 +321,7 @@ void Executor::await_server(TenantRun& run) {
 void Executor::start_client(TenantRun& run) {
   if (run.number == 1) {
     run.result->client_command = run.commands.client.display();
+    run.result->measured_by = run.tool->measured_by(run.context.params, run.context.client_facts);
   }
   if (run.several) {
     run.result->tenant_commands[run.tenant->name]["client"] = run.commands.client.display();

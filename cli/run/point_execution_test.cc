@@ -13,6 +13,7 @@
 #include "run/testing/perf_tables.h"
 #include "run/testing/run_harness.h"
 #include "run/testing/step_log_sides.h"
+#include "samples.h"
 
 namespace ernic {
 namespace {
@@ -93,6 +94,58 @@ TEST_CASE("record: a tenants entry that is not an object is named by history val
   CHECK(record.ernicctl->points[0].tenants.empty());
   CHECK(std::find(problems.begin(), problems.end(),
                   "ernicctl.points[0].tenants.t1 must be an object") != problems.end());
+}
+
+TEST_CASE("record: each point names the program that measured it", "[perftest][verbs]") {
+  testing::RunHarness h(R"(version: 1
+name: measured-by
+emulator: {kind: embedded, instances: 2}
+hosts:
+  - {name: g1, provider: embedded, instance: 1}
+  - {name: g2, provider: embedded, instance: 2}
+  - {name: s, provider: netns}
+  - {name: c, provider: netns}
+benchmarks:
+  - {name: real, tool: perftest, server: g1, client: g2,
+     params: {verb: write, mode: bw, size: 64KiB, iterations: 10}}
+  - {name: generated, tool: perftest, server: g1, client: g2,
+     params: {program: load-generator, verb: write, mode: bw, size: 64KiB, iterations: 10}}
+  - {name: tcp, tool: iperf3, server: s, client: c, params: {duration: 1s}, timeout: 5s}
+history: {enabled: false}
+)");
+  h.world.script = [](const std::string&, const CommandSpec& spec) {
+    Scripted scripted;
+    scripted.result.exit_code = 0;
+    if (spec.argv[0] == "iperf3" && spec.argv[1] == "-c") {
+      scripted.result.out = testing::read_sample("iperf3_netns.client.json");
+    } else if (spec.argv.back().starts_with("addr-")) {
+      scripted.result.out = testing::bandwidth_table(1);
+    } else if (spec.argv == std::vector<std::string>{"ib_send_bw", "--version"}) {
+      scripted.result.out = "Version: 6.06\n";
+    }
+    return scripted;
+  };
+  RunResult result = h.run();
+  INFO(result.fatal_error);
+  CAPTURE(result.points[0].reason, result.points[1].reason, result.points[2].reason);
+  REQUIRE(result.status == RunStatus::kPassed);
+  HistoryRecord record = build_history_record(*h.scenario, result);
+  const auto& points = record.ernicctl->points;
+  REQUIRE(points.size() == 3);
+  CHECK(points[0].measured_by == std::optional<std::string>("perftest"));
+  CHECK_THAT(points[0].commands.at("client"),
+             Catch::StartsWith("SYSFS_PATH=") && Catch::Contains(" ib_write_bw -d ernic_2 -x 0 "));
+  CHECK(points[1].measured_by == std::optional<std::string>("ernicctl load generator"));
+  CHECK_THAT(points[1].commands.at("client"), Catch::Contains(" perf write_bw --socket "));
+  // A tool with one program says nothing, as records written before the field.
+  CHECK_FALSE(points[2].measured_by.has_value());
+  CHECK(record.ernicctl->tools.at("perftest") == "6.06");
+  nlohmann::json json = record;
+  CHECK(json["ernicctl"]["points"][0]["measured_by"] == "perftest");
+  CHECK_FALSE(json["ernicctl"]["points"][2].contains("measured_by"));
+  HistoryRecord again = read_history_record(json);
+  CHECK(again.ernicctl->points[1].measured_by == points[1].measured_by);
+  CHECK_FALSE(again.ernicctl->points[2].measured_by.has_value());
 }
 
 // One perftest point `bw` with `params`, server on fake host s, client on fake host c.

@@ -40,6 +40,9 @@ struct PointResult {
   std::vector<std::filesystem::path> logs;
   std::string server_command;  // the first tenant's
   std::string client_command;
+  // The program that measured the point (Benchmark::measured_by), the first tenant's; empty:
+  // the tool itself.
+  std::string measured_by;
   // Entries with several tenants: every tenant's command lines by tenant name ("server",
   // "client"), the last repetition's.
   std::map<std::string, std::map<std::string, std::string>> tenant_commands;

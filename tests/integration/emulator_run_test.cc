@@ -1,5 +1,7 @@
-// `ernicctl run scenarios/quickstart.yaml`: the embedded emulator's manager and worker, the
-// perftest-style sweeps through the load generator, and iperf3, end to end.
+// `ernicctl run scenarios/quickstart.yaml`: the embedded emulator's manager and worker, Debian's
+// perftest through the instances' verbs devices (the sustained point through the load
+// generator), and iperf3, end to end.
+#include <fmt/format.h>
 #include <signal.h>
 
 #include <catch2/catch.hpp>
@@ -78,18 +80,37 @@ TEST_CASE("quickstart runs the embedded emulator sweep and records every point")
     INFO(point["id"]);
     CHECK(point["status"] == "passed");
   }
-  CHECK_THAT(points[0]["commands"]["client"].get<std::string>(), Contains("perf send_bw --socket"));
+  std::filesystem::path run_dir = run["run_dir"].get<std::string>();
+  // bw, lat and reliability ran Debian's perftest on the instances' verbs devices, under the
+  // environment that points libibverbs at them: their step logs show the commands they ran.
+  for (std::size_t i = 0; i < 75; ++i) {
+    const json& point = points[i];
+    INFO(point["id"]);
+    const std::string program = fmt::format("ib_{}_{}", point["params"]["verb"].get<std::string>(),
+                                            point["params"]["mode"].get<std::string>());
+    CHECK(point["measured_by"] == "perftest");
+    CHECK_THAT(point["commands"]["client"].get<std::string>(),
+               Contains("SYSFS_PATH=") && Contains(" " + program + " -d ernic_2 -x 0 "));
+    const std::string log = ernic::read_file_text(run_dir / point["logs"][0].get<std::string>());
+    CHECK_THAT(log, Contains(" " + program + " -d ernic_1 -x 0 ") &&
+                        Contains(" " + program + " -d ernic_2 -x 0 "));
+    CHECK_FALSE(log.find(" perf ") != std::string::npos);
+  }
   CHECK(points[72]["samples"].size() == 5);  // reliability: 5 repetitions
-  // Every figure carries its rung: the load generator's time to its first QP in RTS is rung 2
-  // within an execution point; the sustained point is rung 4 and says how much it drifted.
+  CHECK_FALSE(run["tools"]["perftest"].get<std::string>().empty());
+  // Every figure carries its rung: perftest's time to its first table row is rung 2 within an
+  // execution point; the sustained point is rung 4 and says how much it drifted.
   CHECK(points[0]["rung"] == 3);
-  CHECK(points[0]["metric_rungs"]["time_to_first_rts_ms"] == 2);
-  CHECK(points[0]["samples"][0]["metrics"]["time_to_first_rts_ms"].get<double>() > 0);
+  CHECK(points[0]["metric_rungs"]["time_to_first_row_ms"] == 2);
+  CHECK(points[0]["samples"][0]["metrics"]["time_to_first_row_ms"].get<double>() > 0);
   const json& sustained = points[75];
   REQUIRE(sustained["benchmark"] == "sustained");
   CHECK(sustained["rung"] == 4);
-  CHECK_THAT(sustained["commands"]["client"].get<std::string>(),
-             Contains("-D 6") && Contains("--report-per-second"));
+  // Its per-second rows come from the load generator, which the scenario chose for it.
+  CHECK(sustained["measured_by"] == "ernicctl load generator");
+  CHECK_THAT(
+      sustained["commands"]["client"].get<std::string>(),
+      Contains("perf write_bw --socket") && Contains("-D 6") && Contains("--report-per-second"));
   CHECK(sustained["samples"][0]["distributions"]["bw_GBs"]["values"].size() == 4);
   double drift = sustained["summary"]["bw_drift"]["median"];
   CHECK(drift > 0.2);  // a ratio of two one-second rates: loose, a loaded machine swings
@@ -110,7 +131,6 @@ TEST_CASE("quickstart runs the embedded emulator sweep and records every point")
   REQUIRE(run["emulator"]["instances"].size() == 2);
   CHECK(run["emulator"]["instances"][0]["role"] == "manager");
   // Each instance's final stats and log are kept in the run directory.
-  std::filesystem::path run_dir = run["run_dir"].get<std::string>();
   for (const auto& instance : run["emulator"]["instances"]) {
     std::ifstream stats(run_dir / "emulator" / instance["stats"].get<std::string>());
     std::string text((std::istreambuf_iterator<char>(stats)), std::istreambuf_iterator<char>());
@@ -187,7 +207,9 @@ TEST_CASE("two quickstart runs at the same time both pass, on ports of their own
     for (const auto& point : record["ernicctl"]["points"]) {
       std::string server = point["commands"]["server"].get<std::string>();
       auto at = server.find(" -p ");
-      if (server.find(" perf ") != std::string::npos && at != std::string::npos) {
+      const bool embedded = server.find(" perf ") != std::string::npos ||
+                            server.find("SYSFS_PATH=") != std::string::npos;
+      if (embedded && at != std::string::npos) {
         ports.insert(server.substr(at + 4, server.find(' ', at + 4) - at - 4));
       }
     }

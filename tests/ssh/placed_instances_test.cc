@@ -42,16 +42,17 @@ struct TwoMachines : testing::TwoMachineFixture {
 // The quickstart's bandwidth and latency sweeps, shortened.
 const std::string kSweeps =
     "  - name: bw\n    tool: perftest\n    server: A\n    client: B\n"
-    "    params: {verb: [send, write, read], mode: bw, size: [4KiB, 1MiB], iterations: 128, "
-    "tx_depth: 64}\n    timeout: 60s\n"
+    "    params: {program: load-generator, verb: [send, write, read], mode: bw, size: [4KiB, "
+    "1MiB], iterations: 128, tx_depth: 64}\n    timeout: 60s\n"
     "  - name: lat\n    tool: perftest\n    server: A\n    client: B\n"
-    "    params: {verb: [send, write, read], mode: lat, size: [4KiB, 1MiB], iterations: 50}\n"
-    "    timeout: 60s\n";
+    "    params: {program: load-generator, verb: [send, write, read], mode: lat, size: [4KiB, "
+    "1MiB], iterations: 50}\n    timeout: 60s\n";
 
 // A point that runs until it is stopped (well past the 10 s the run has to notice).
 const std::string kLongPoint =
     "  - name: long\n    tool: perftest\n    server: A\n    client: B\n"
-    "    params: {verb: write, mode: bw, size: 64KiB, duration: 40s}\n    timeout: 90s\n";
+    "    params: {program: load-generator, verb: write, mode: bw, size: 64KiB, duration: 40s}\n"
+    "    timeout: 90s\n";
 
 // Waits until an instance matching `needle` exists (or `run` ended).
 testing::FoundProcess wait_for_instance(const std::string& needle, pid_t run) {

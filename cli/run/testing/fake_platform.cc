@@ -193,12 +193,16 @@ std::vector<std::string> FakeEmulatorKind::describe(const Config& config,
 
 HostFacts FakeEmulatorKind::planned_facts(const Config&, const EmulatorContext& context,
                                           int instance) const {
-  return {{"perf_socket", fmt::format("/tmp/fake-{}/ernic{}.sock", context.run_token, instance)},
-          {"ernicctl", "/opt/ernicctl"},
-          {"emulator_instance", std::to_string(instance)},
-          {"emulator_role", instance == 1 ? "manager" : "worker"},
-          {"emulator_gids", "fe80::1,192.168.200.10"},
-          {"emulator_mac", "02:e7:00:00:00:01"}};
+  return {
+      {"perf_socket", fmt::format("/tmp/fake-{}/ernic{}.sock", context.run_token, instance)},
+      {"ernicctl", "/opt/ernicctl"},
+      {"emulator_instance", std::to_string(instance)},
+      {"emulator_role", instance == 1 ? "manager" : "worker"},
+      {"emulator_gids", "fe80::1,192.168.200.10"},
+      {"emulator_mac", "02:e7:00:00:00:01"},
+      {"verbs_device", fmt::format("ernic_{}", instance)},
+      {"verbs_sysfs", fmt::format("/tmp/fake-{}/ernic{}-verbs-sysfs", context.run_token, instance)},
+      {"verbs_library_dir", "/opt/lib/ernicctl"}};
 }
 
 std::unique_ptr<RunningEmulator> FakeEmulatorKind::start(const Config& config,

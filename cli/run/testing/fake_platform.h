@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,8 @@ class World {
   std::string vanished;
   // How many is_listening() polls each host saw.
   std::map<std::string, int> polls;
+  // Programs no fake host has (has_program() says no).
+  std::set<std::string> missing_programs;
 
  private:
   mutable std::mutex mutex_;
@@ -71,7 +74,9 @@ class FakeHost final : public Host {
   // Logs "listening on HOST:PORT" when it answers yes.
   bool is_listening(std::uint16_t port) override;
   std::string check_alive() override { return world_.vanished; }
-  bool has_program(const std::string&) override { return true; }
+  bool has_program(const std::string& program) override {
+    return !world_.missing_programs.contains(program);
+  }
 
  private:
   World& world_;
