@@ -19,9 +19,19 @@
 #   "Performance")
 #   send_bw and send_lat 4 KiB with the mesh's stream in its ring / over its local socket
 #   (--mesh-socket-streams), on two pairs of instances taking turns (no target)
+# and, with Debian's unmodified perftest (ib_*_bw, ib_*_lat) on the same pair through the verbs
+# provider (each instance describes its device with --verbs-sysfs; issue 39, item 5 and
+# "Performance"; three rounds, perftest and the load generator taking turns point by point):
+#   send, write, read; bw and lat; 4 KiB, 64 KiB, 1 MiB, 8 MiB: perftest / load generator,
+#   BW average within 10 %, t_typical within 15 % (the parity table)
+#   ib_write_bw(1 MiB, 8 MiB) / single-core memcpy of the size   >= 0.6 (send, read: >= 0.5;
+#   memcpy as bytes per second of the copying thread's CPU time)
+#   ib_send_lat typical(4 KiB) / TCP busy-poll RTT                 <= 1.5
+#   ib_write_lat typical(4 KiB) / ib_send_lat(4 KiB)               <= 1.2
 # Usage: bench/emulator.sh [path/to/ernicctl]   (an optimized build, RelWithDebInfo or Release;
 # sanitizers distort everything). EMULATOR_ARGS is added to both instances' command lines
-# (EMULATOR_ARGS=--mesh-tcp-only measures the mesh over TCP instead of local sockets). Exit status 0 even when a target is missed: the machine is
+# (EMULATOR_ARGS=--mesh-tcp-only measures the mesh over TCP instead of local sockets). Needs
+# iperf3, python3 and perftest. Exit status 0 even when a target is missed: the machine is
 # shared and single runs are noisy, so the printed ratios are what to read.
 set -euo pipefail
 
@@ -29,6 +39,7 @@ ERNICCTL=${1:-${ERNICCTL:-build-rel/cli/ernicctl}}
 [[ -x $ERNICCTL ]] || { echo "no ernicctl at $ERNICCTL (build one, or pass its path)" >&2; exit 2; }
 command -v iperf3 >/dev/null || { echo "iperf3 is not installed (apt-get install iperf3)" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "python3 is not installed" >&2; exit 2; }
+command -v ib_write_bw >/dev/null || { echo "perftest is not installed (apt-get install perftest)" >&2; exit 2; }
 ERNICCTL=$(realpath "$ERNICCTL")
 WORK=$(mktemp -d /tmp/ernic-bench.XXXXXX)
 PIDS=()
@@ -49,15 +60,19 @@ wait_ready() {  # LOG
 }
 
 read -r -a EMULATOR_EXTRA <<<"${EMULATOR_ARGS:-}"
+# Each instance also describes its device for real verbs programs (--verbs-sysfs): the
+# manager's as ernic_1 in PREFIXm.sysfs, the worker's as ernic_2 in PREFIXw.sysfs.
 start_pair() {  # PREFIX ARGS...: a manager at PREFIXm.sock and its worker at PREFIXw.sock
   local p=$1 port; shift
   "$ERNICCTL" emulator --backend tcp:manager:listen:0 --socket "${p}m.sock" --token bench \
-    --gids 10.0.0.1 --log-file "${p}m.log" --stats-file "${p}m.stats" "$@" & PIDS+=($!)
+    --gids 10.0.0.1 --log-file "${p}m.log" --stats-file "${p}m.stats" \
+    --verbs-sysfs "$WORK/${p}m.sysfs" --verbs-name ernic_1 "$@" & PIDS+=($!)
   PAIR_MANAGER=$!
   wait_ready "${p}m.log"
   port=$(grep -o "listening on 127.0.0.1:[0-9]*" "${p}m.log" | cut -d: -f2)
   "$ERNICCTL" emulator --backend "tcp:worker:127.0.0.1:$port" --socket "${p}w.sock" --token bench \
-    --gids 10.0.0.2 --log-file "${p}w.log" --stats-file "${p}w.stats" "$@" & PIDS+=($!)
+    --gids 10.0.0.2 --log-file "${p}w.log" --stats-file "${p}w.stats" \
+    --verbs-sysfs "$WORK/${p}w.sysfs" --verbs-name ernic_2 "$@" & PIDS+=($!)
   PAIR_WORKER=$!
   wait_ready "${p}w.log"
 }
@@ -184,12 +199,139 @@ IN_LOOP_LAT=$(median5 "$IN_LOOP_RUNS")
 printf '%-10s 4KiB typical %8s usec   (runs: %s), each load generator its own instance (--in-loop)\n' \
   send_lat "$IN_LOOP_LAT" "${IN_LOOP_RUNS% }"
 
+# A / B with two decimals, and whether a ratio meets its target (OP: >= or <=).
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+pass() { awk -v r="$1" -v t="$2" -v op="$3" 'BEGIN{ ok = (op == ">=") ? r >= t : r <= t; print ok ? "meets" : "MISSES" }'; }
+# Real perftest (issue 39, item 5 and "Performance"): Debian's unmodified ib_*_bw and ib_*_lat
+# on the same two instances, through the verbs provider (each program's SYSFS_PATH names one
+# instance's --verbs-sysfs folder: the server ernic_1 on the manager, the client ernic_2 on the
+# worker, as the load generator's server and client above), against the load generator with
+# the same parameters (perftest's defaults: tx depth 128 for bandwidth, 1 for latency). Every
+# point runs both, one after the other, the first of the two changing round by round, three
+# rounds; the figures are the medians of the three. Bandwidth is BW average (perftest's Gb/sec
+# of --report_gbits are 10^9 bits, its MB/sec 2^20 bytes: both converted to GB/s, 10^9 bytes),
+# latency t_typical (one way for send and write, the round trip for read, in both). Each
+# perftest process spends about a second measuring the CPU's clock after its test
+# (get_cpu_mhz): that, not the iterations, is most of this section's time.
+VERBS_ENV_SERVER=$("$ERNICCTL" verbs-env "$WORK/m.sysfs")
+VERBS_ENV_CLIENT=$("$ERNICCTL" verbs-env "$WORK/w.sysfs")
+PT_PORT=$((OOB + 100))
+# One perftest point: prints BW average in GB/s or t_typical in usec, or "fail" (a failed or
+# timed-out run is a finding here, not the end of the bench; its output stays in pt-*.txt).
+perftest_point() {  # PROGRAM ARGS...
+  local prog=$1 port=$PT_PORT; shift
+  PT_PORT=$(( PT_PORT >= OOB + 199 ? OOB + 100 : PT_PORT + 1 ))  # a port a point: no TIME_WAIT
+  (eval "$VERBS_ENV_SERVER"; exec timeout 60 "$prog" -d ernic_1 -x 0 -F -p "$port" "$@") \
+    > pt-server.txt 2> pt-server.err &
+  local server=$! ok=1
+  # The client connects once: start it when the server listens.
+  for _ in $(seq 500); do
+    ss -ltn "sport = :$port" | grep -q LISTEN && break
+    kill -0 "$server" 2>/dev/null || break
+    sleep 0.02
+  done
+  (eval "$VERBS_ENV_CLIENT"; exec timeout 60 "$prog" -d ernic_2 -x 0 -F -p "$port" "$@" 127.0.0.1) \
+    > pt-client.txt 2> pt-client.err || ok=0
+  wait "$server" || ok=0
+  if (( ! ok )); then
+    { echo "perftest $prog $* failed:"; tail -n 3 pt-client.txt pt-client.err pt-server.err; } >&2
+    echo fail; return
+  fi
+  awk '/#bytes/ && v == "" { hdr = $0; n = split($0, h); if ((getline row) <= 0) next; split(row, f)
+         if (hdr ~ /BW average\[Gb\/sec\]/) v = sprintf("%.3f", f[4] / 8)
+         else if (hdr ~ /BW average\[MB\/sec\]/) v = sprintf("%.3f", f[4] * 1048576 / 1e9)
+         else for (i = 1; i <= n; i++) if (h[i] == "t_typical[usec]") v = f[i] }
+       END { print (v == "" ? "fail" : v) }' pt-client.txt
+}
+# The single-core memcpy bandwidth of a size: one buffer copied into another of the same size
+# over and over, as perftest's one buffer a QP is (so 1 MiB stays in the cache and 8 MiB does
+# not), by glibc's memmove (memcpy's code for buffers that do not overlap) through a Python
+# memoryview. Nine batches of 256 MiB a size; prints per size the median batch's bytes per
+# second of the copying thread's CPU time (what one core copies while it runs: the figure the
+# targets use, so that the scheduler's share of a shared machine does not flatter them) and
+# of wall time, in GB/s.
+memcpy_rates() {  # SIZE...
+  python3 - "$@" <<'EOF'
+import sys, time
+out = []
+for size in map(int, sys.argv[1:]):
+    s, d = memoryview(bytearray(b"\x5a" * size)), memoryview(bytearray(size))
+    for _ in range(3):
+        d[:] = s
+    reps = max(1, (256 << 20) // size)
+    cpu, wall = [], []
+    for _ in range(9):
+        w, c = time.perf_counter(), time.thread_time()
+        for _ in range(reps):
+            d[:] = s
+        cpu.append(size * reps / max(time.thread_time() - c, 1e-9) / 1e9)
+        wall.append(size * reps / (time.perf_counter() - w) / 1e9)
+    out += ["%.2f" % sorted(cpu)[4], "%.2f" % sorted(wall)[4]]
+print(" ".join(out))
+EOF
+}
+median() { tr ' ' '\n' <<<"$1" | grep -E '^[0-9.]+$' | sort -g |
+  awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print "n/a" }'; }
+declare -A PT_RUNS LG_RUNS PT PGEN
+MEMCPY_RUNS_1M="" MEMCPY_RUNS_8M="" MEMCPY_WALL_1M="" MEMCPY_WALL_8M=""
+for round in 1 2 3; do
+  read -r c1 w1 c8 w8 < <(memcpy_rates 1048576 8388608)
+  MEMCPY_RUNS_1M+="$c1 " MEMCPY_WALL_1M+="$w1 " MEMCPY_RUNS_8M+="$c8 " MEMCPY_WALL_8M+="$w8 "
+  for verb in send write read; do
+    for mode in bw lat; do
+      for size in "${SIZES[@]}"; do
+        if [[ $mode == bw ]]; then
+          iters=$(( size >= 1048576 ? 1000 : 5000 )) extra=(--report_gbits)
+        else
+          iters=$(( size >= 8388608 ? 50 : size >= 1048576 ? 100 : size >= 65536 ? 200 : 1000 )) extra=()
+        fi
+        for turn in 1 2; do
+          if (( (round + turn) % 2 )); then
+            PT_RUNS[$verb,$mode,$size]+="$(perftest_point "ib_${verb}_${mode}" -s "$size" -n "$iters" "${extra[@]}") "
+          else
+            LG_RUNS[$verb,$mode,$size]+="$(perf "${verb}_${mode}" -s "$size" -n "$iters" | cut -d' ' -f1) "
+          fi
+        done
+      done
+    done
+  done
+done
+MEMCPY_1M=$(median "$MEMCPY_RUNS_1M") MEMCPY_8M=$(median "$MEMCPY_RUNS_8M")
+isnum() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
+echo
+echo "Real perftest (Debian's ib_*_bw / ib_*_lat through the verbs provider) against the load generator"
+echo "(ernicctl perf --socket) on the same instances, the two taking turns point by point, median of 3"
+echo "rounds: bw BW average GB/s, lat t_typical usec (send/write one way, read round trip); ratio"
+echo "perftest / load generator. Targets: bandwidth within 10 %, typical latency within 15 %."
+printf '%-6s %-4s %-8s %10s %10s %6s   %-22s %s\n' verb mode size perftest "load gen" ratio target "runs (perftest; load generator)"
+for verb in send write read; do
+  for mode in bw lat; do
+    for size in "${SIZES[@]}"; do
+      k=$verb,$mode,$size
+      PT[$k]=$(median "${PT_RUNS[$k]}") PGEN[$k]=$(median "${LG_RUNS[$k]}")
+      tol=$([[ $mode == bw ]] && echo 0.10 || echo 0.15)
+      if isnum "${PT[$k]}" && isnum "${PGEN[$k]}"; then
+        R=$(ratio "${PT[$k]}" "${PGEN[$k]}")
+        agree=$(awk -v r="$R" -v t="$tol" 'BEGIN{ print (r >= 1 - t && r <= 1 + t) ? "meets" : "MISSES" }')
+      else
+        R=n/a agree=MISSES
+      fi
+      printf '%-6s %-4s %-8s %10s %10s %6s   %-22s (%s; %s)\n' "$verb" "$mode" "$size" "${PT[$k]}" "${PGEN[$k]}" "$R" \
+        "within $(awk -v t="$tol" 'BEGIN{printf "%d", t * 100}') %: $agree" "${PT_RUNS[$k]% }" "${LG_RUNS[$k]% }"
+    done
+  done
+done
+echo "single-core memcpy, GB/s of the copying thread's CPU time (median of 3; wall time's in brackets):" \
+  "1 MiB $MEMCPY_1M ($(median "$MEMCPY_WALL_1M")), 8 MiB $MEMCPY_8M ($(median "$MEMCPY_WALL_8M"))" \
+  "(runs: 1 MiB ${MEMCPY_RUNS_1M% }; 8 MiB ${MEMCPY_RUNS_8M% })"
+
 # Latency under bulk load (issue 12 item 7): send_lat 4 KiB alone, then beside a write_bw 1 MiB
 # tenant between the same two instances (so on the same mesh connection), three runs each;
 # the figure is the median of the three runs' p99.
 median3_p99() { for _ in 1 2 3; do perf "$@"; done | sort -k2 -n | sed -n 2p | cut -d' ' -f2; }
 LAT_SOLO_P99=$(median3_p99 send_lat -s 4096 -n 2000)
-stat_of() { awk -v k="$2" '$1 == k {print $3}' "$1"; }
+# The instance-wide key (a line of its own, not indented: the per-QP sections repeat some keys).
+stat_of() { awk -v k="$2" 'index($0, k " : ") == 1 {print $3; exit}' "$1"; }
 SENT0=$(stat_of w.stats bytes_sent)
 PERF_PORT=$((OOB + 1)) PERF_TAG=bulk perf write_bw -s 1048576 -D 12 > bulk.txt &
 BULK=$!
@@ -258,8 +400,6 @@ echo "idle instances over 10 s: worker $IDLE_W %, manager $IDLE_M % of a core"
 echo "the mesh's ring against its socket (median of 5): send_bw 4 KiB $RING_BW against $SOCKET_BW GB/s, send_lat 4 KiB typical $RING_LAT against $SOCKET_LAT usec"
 echo "send_lat 4 KiB p99 (median of 3): alone $LAT_SOLO_P99 usec, beside write_bw 1 MiB ($BULK_GB GB/s) $LAT_LOADED_P99 usec, beside 2 busy loops (no traffic) $LAT_HOGS_P99 usec"
 echo
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
-pass() { awk -v r="$1" -v t="$2" -v op="$3" 'BEGIN{ ok = (op == ">=") ? r >= t : r <= t; print ok ? "meets" : "MISSES" }'; }
 R=$(ratio "${BW[write,1048576]}" "$IPERF_GB"); echo "ratio WRITE BW(1MiB) / iperf3          = $R  (target >= 1.5: $(pass "$R" 1.5 '>='))"
 for verb in send write read; do
   R=$(ratio "${BW[$verb,8388608]}" "${BW[$verb,1048576]}")
@@ -276,4 +416,18 @@ R=$(ratio "$LAT_LOADED_P99" "$LAT_SOLO_P99"); echo "ratio send_lat p99 loaded / 
 R=$(ratio "$LAT_LOADED_P99" "$LAT_HOGS_P99"); echo "ratio send_lat p99 loaded / busy loops = $R  (the emulator's share of the loaded p99; no target)"
 IDLE=$(awk -v a="$IDLE_W" -v b="$IDLE_M" 'BEGIN{print (a > b) ? a : b}')
 echo "idle instance CPU (worse of the two)   = $IDLE %  (target <= 2: $(pass "$IDLE" 2 '<='))"
+# Issue 39's targets for real perftest, from the medians of its section above.
+ratio_of() { if isnum "$1" && isnum "$2"; then ratio "$1" "$2"; else echo n/a; fi; }
+verdict() { if isnum "$1"; then pass "$@"; else echo n/a; fi; }
+for verb in write send read; do
+  target=$([[ $verb == write ]] && echo 0.6 || echo 0.5)
+  for size in 1048576 8388608; do
+    mib=$((size >> 20)) memcpy=$([[ $size == 1048576 ]] && echo "$MEMCPY_1M" || echo "$MEMCPY_8M")
+    R=$(ratio_of "${PT[$verb,bw,$size]}" "$memcpy")
+    printf 'ratio ib_%s_bw(%dMiB) / memcpy(%dMiB)%*s = %s  (target >= %s: %s; %s / %s GB/s)\n' "$verb" "$mib" "$mib" \
+      $((6 - ${#verb})) '' "$R" "$target" "$(verdict "$R" "$target" '>=')" "${PT[$verb,bw,$size]}" "$memcpy"
+  done
+done
+R=$(ratio_of "${PT[send,lat,4096]}" "$TCP_RTT"); echo "ratio ib_send_lat(4KiB) / TCP RTT      = $R  (target <= 1.5: $(verdict "$R" 1.5 '<='); ${PT[send,lat,4096]} / $TCP_RTT usec)"
+R=$(ratio_of "${PT[write,lat,4096]}" "${PT[send,lat,4096]}"); echo "ratio ib_write_lat(4KiB) / ib_send_lat(4KiB) = $R  (target <= 1.2: $(verdict "$R" 1.2 '<='); ${PT[write,lat,4096]} / ${PT[send,lat,4096]} usec)"
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

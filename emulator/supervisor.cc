@@ -230,6 +230,9 @@ std::map<std::string, std::string> Supervisor::parse_stats(const std::string& te
   std::map<std::string, std::string> values;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && (line[0] == ' ' || line[0] == '\t')) {
+      continue;  // a section's line (rocm-ernic's per-QP counters): not the instance's own
+    }
     const auto colon = line.find(" : ");
     if (colon != std::string::npos) {
       values[line.substr(0, colon)] = line.substr(colon + 3);

@@ -97,7 +97,8 @@ class Supervisor {
 
   // The last `count` lines of a log file (for error messages).
   static std::string tail(const std::filesystem::path& file, int count);
-  // An instance's stats file: `key : value` lines.
+  // An instance's stats file: its `key : value` lines (indented lines, the per-QP sections
+  // rocm-ernic's tools read, are left out).
   static std::map<std::string, std::string> read_stats(const std::filesystem::path& file);
   // The same from the file's text (an instance on another machine, read over SSH).
   static std::map<std::string, std::string> parse_stats(const std::string& text);

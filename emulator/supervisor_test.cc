@@ -139,3 +139,17 @@ TEST_CASE("a start that fails names the instance and quotes its log") {
 
 }  // namespace
 }  // namespace ernic::emu
+
+namespace ernic::emu {
+namespace {
+
+TEST_CASE("the instance's own counters are read, not the per-QP sections below them") {
+  const auto stats = Supervisor::parse_stats(
+      "bytes_sent : 10\nclients : 1\nPer-QP Statistics:\n  QP 17:\n    bytes_sent : 4\n");
+  CHECK(stats.at("bytes_sent") == "10");
+  CHECK(stats.at("clients") == "1");
+  CHECK(stats.size() == 2);
+}
+
+}  // namespace
+}  // namespace ernic::emu

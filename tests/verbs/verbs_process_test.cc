@@ -187,6 +187,7 @@ class TwoInstances {
   const InstanceInfo& manager() const { return manager_; }
   const InstanceInfo& worker() const { return worker_info_; }
   Supervisor& supervisor() { return supervisor_; }
+  pid_t worker_pid() const { return worker_->pid(); }
   std::string logs() const {
     return "\nmanager log:" + Supervisor::tail(manager_.log, 20) +
            "\nworker log:" + Supervisor::tail(worker_info_.log, 20);
@@ -200,6 +201,19 @@ class TwoInstances {
   };
   // `program server_args` on the manager's device, then `program client_args` on the worker's;
   // their exit statuses and what they printed.
+  // Starts `program server_args` on the manager's device and, once it listens, `program
+  // client_args` on the worker's; both keep running.
+  std::pair<std::unique_ptr<Child>, std::unique_ptr<Child>> start_pair(
+      const std::string& program, const std::vector<std::string>& server_args,
+      const std::vector<std::string>& client_args, const std::string& name, std::uint16_t port) {
+    auto server = std::make_unique<Child>(spawn_with_environment(
+        program, server_args, environment(1), dir_.path() / (name + ".server.out")));
+    observe([&] { return server_listens(port); }, std::chrono::seconds(20));
+    auto client = std::make_unique<Child>(spawn_with_environment(
+        program, client_args, environment(2), dir_.path() / (name + ".client.out")));
+    return {std::move(server), std::move(client)};
+  }
+
   Run run_pair(const std::string& program, const std::vector<std::string>& server_args,
                const std::vector<std::string>& client_args, const std::string& name,
                std::uint16_t port) {
@@ -328,6 +342,74 @@ TEST_CASE("Debian's ibv_devinfo, ibv_rc_pingpong and perftest run through the pr
   CHECK(counts_at_least(instances.manager().stats, "bytes_sent", 4 * 100 * 65536));
   CHECK(stat_value(instances.worker().stats, "bytes_sent") > moved_before);
   CHECK(instances.supervisor().check_alive().empty());
+}
+
+std::vector<std::string> write_bw_args(const std::string& device, const std::string& port,
+                                       const std::string& seconds) {
+  return {"-d", device, "-x", "0", "-p", port, "-s", "65536", "-D", seconds, "-F"};
+}
+
+// A verbs program killed in the middle of a transfer takes nothing down with it: both instances
+// serve the next pair of programs.
+TEST_CASE("perftest killed mid-transfer leaves both instances serving the next point") {
+  if (!std::filesystem::exists("/usr/bin/ib_write_bw")) {
+    WARN("perftest is not installed (.ci/install-packages --all installs it)");
+    return;
+  }
+  TwoInstances instances;
+  const std::string port = port_for_test(40);
+  auto client_args = write_bw_args("ernic_2", port, "20");
+  client_args.push_back("127.0.0.1");
+  auto [server, client] =
+      instances.start_pair("/usr/bin/ib_write_bw", write_bw_args("ernic_1", port, "20"),
+                           client_args, "killed", static_cast<std::uint16_t>(std::stoi(port)));
+  const auto moving = stat_value(instances.worker().stats, "bytes_sent");
+  CHECK(counts_at_least(instances.worker().stats, "bytes_sent", moving + (1u << 20)));
+  kill(client->pid(), SIGKILL);
+  client->wait(std::chrono::seconds(10));
+  server->stop();
+  CHECK(instances.supervisor().check_alive().empty());
+
+  const std::string next = port_for_test(41);
+  auto next_client = write_bw_args("ernic_2", next, "1");
+  next_client.push_back("127.0.0.1");
+  const auto run =
+      instances.run_pair("/usr/bin/ib_write_bw", write_bw_args("ernic_1", next, "1"), next_client,
+                         "after", static_cast<std::uint16_t>(std::stoi(next)));
+  INFO("server output:\n"
+       << run.server_text << "\nclient output:\n"
+       << run.client_text << instances.logs());
+  CHECK(run.client_status == 0);
+  CHECK(run.server_status == 0);
+  CHECK_THAT(run.client_text, Catch::Contains("65536"));
+}
+
+// The instance under a running perftest dies: perftest's next poll gets an error completion and
+// it exits, instead of waiting for a timeout.
+TEST_CASE("perftest whose instance is killed ends with an error completion at once") {
+  if (!std::filesystem::exists("/usr/bin/ib_write_bw")) {
+    WARN("perftest is not installed (.ci/install-packages --all installs it)");
+    return;
+  }
+  TwoInstances instances;
+  const std::string port = port_for_test(42);
+  auto client_args = write_bw_args("ernic_2", port, "30");
+  client_args.push_back("127.0.0.1");
+  auto [server, client] =
+      instances.start_pair("/usr/bin/ib_write_bw", write_bw_args("ernic_1", port, "30"),
+                           client_args, "orphaned", static_cast<std::uint16_t>(std::stoi(port)));
+  const auto moving = stat_value(instances.worker().stats, "bytes_sent");
+  REQUIRE(counts_at_least(instances.worker().stats, "bytes_sent", moving + (1u << 20)));
+  const auto killed_at = std::chrono::steady_clock::now();
+  kill(instances.worker_pid(), SIGKILL);
+  const int status = client->wait(std::chrono::seconds(10));
+  const auto took = std::chrono::steady_clock::now() - killed_at;
+  const std::string text = read_all(instances.dir() / "orphaned.client.out");
+  INFO("client output:\n" << text);
+  CHECK(status == 1);
+  CHECK(took < std::chrono::seconds(10));
+  CHECK_THAT(text, Catch::Contains("Completion with error"));
+  CHECK_THAT(text, Catch::Contains("the ERNIC instance serving this device went away"));
 }
 
 }  // namespace
