@@ -77,25 +77,26 @@ static int forward_open(const char* symbol, const char* path, int flags, mode_t 
   return real("/dev/null", flags & (O_ACCMODE | O_CLOEXEC), 0);
 }
 
+/* The mode argument is there only when the flags create a file. */
+#define TAKE_MODE(flags, mode)             \
+  do {                                     \
+    if ((flags) & (O_CREAT | O_TMPFILE)) { \
+      va_list args;                        \
+      va_start(args, flags);               \
+      (mode) = va_arg(args, mode_t);       \
+      va_end(args);                        \
+    }                                      \
+  } while (0)
+
 int open(const char* path, int flags, ...) {
   mode_t mode = 0;
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list args;
-    va_start(args, flags);
-    mode = va_arg(args, mode_t);
-    va_end(args);
-  }
+  TAKE_MODE(flags, mode);
   return forward_open("open", path, flags, mode);
 }
 
 int open64(const char* path, int flags, ...) {
   mode_t mode = 0;
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list args;
-    va_start(args, flags);
-    mode = va_arg(args, mode_t);
-    va_end(args);
-  }
+  TAKE_MODE(flags, mode);
   return forward_open("open64", path, flags, mode);
 }
 

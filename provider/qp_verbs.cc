@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "engine/wire.h"
+#include "frontend/shm_messages.h"
 #include "frontend/verbs_device.h"
 #include "provider.h"
 #include "qp_transitions.h"
@@ -135,14 +136,7 @@ int modify_qp(ibv_qp* ibv, ibv_qp_attr* attr, int mask) {
   // ibv_rc_pingpong pair set the same timer, so this side's stands for the peer's.
   to.rnr_delay = rnr_delay((mask & IBV_QP_MIN_RNR_TIMER) != 0 ? attr->min_rnr_timer
                                                               : qp.attributes.min_rnr_timer);
-  emu::ByteWriter w;
-  w.u32(ibv->qp_num);
-  w.u8(static_cast<std::uint8_t>(to.state));
-  w.u32(to.access);
-  w.str(to.remote_gid);
-  w.u32(to.remote_qpn);
-  w.u8(to.rnr_retry);
-  w.u32(static_cast<std::uint32_t>(to.rnr_delay.count()));
+  const emu::ByteWriter w = emu::shm::modify_qp_request(ibv->qp_num, to);
   ContextState& state = state_of(ibv->context);
   {
     std::lock_guard lock(state.control);

@@ -16,6 +16,7 @@
 
 #include "engine/wire.h"
 #include "frontend/fd_passing.h"
+#include "frontend/shm_messages.h"
 
 namespace ernic::emu {
 
@@ -177,15 +178,7 @@ std::uint32_t ShmClient::create_qp(std::uint32_t pd, std::uint32_t send_cq, std:
 }
 
 void ShmClient::modify_qp(std::uint32_t qpn, const QpAttributes& a) {
-  ByteWriter w;
-  w.u32(qpn);
-  w.u8(static_cast<std::uint8_t>(a.state));
-  w.u32(a.access);
-  w.str(a.remote_gid);
-  w.u32(a.remote_qpn);
-  w.u8(a.rnr_retry);
-  w.u32(static_cast<std::uint32_t>(a.rnr_delay.count()));
-  call(shm::Op::kModifyQp, w.bytes());
+  call(shm::Op::kModifyQp, shm::modify_qp_request(qpn, a).bytes());
 }
 
 void ShmClient::destroy_qp(std::uint32_t qpn) {

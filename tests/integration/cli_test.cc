@@ -39,7 +39,7 @@ TEST_CASE("ernicctl with no arguments lists every command and the two to start w
   CHECK(listed_commands(result.out) ==
         std::vector<std::string>{"compare", "completion", "doctor", "down", "emulator", "history",
                                  "image", "logs", "parse", "perf", "report", "run", "schema", "ssh",
-                                 "stats", "status", "up", "validate"});
+                                 "stats", "status", "up", "validate", "verbs-env"});
   // Name, then the description's first line, aligned.
   CHECK_THAT(result.out, Contains("\n  run         Run a scenario: hosts, setup, every benchmark"));
   CHECK_THAT(result.out, Contains("\n  validate    Check a scenario without running anything"));
