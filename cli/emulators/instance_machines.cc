@@ -213,10 +213,6 @@ CommandResult checked(Host& host, std::vector<std::string> argv, const std::stri
 
 }  // namespace
 
-std::string RemoteInstance::describe() const {
-  return fmt::format("instance {} ({} on {}, pid {})", id, role, on, pid);
-}
-
 json remote_record(const RemoteInstance& remote) {
   return {{"host", remote.on},
           {"address", remote.address},

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "emulators/emulator_kind.h"
+#include "emulators/instance_manifest.h"
 #include "hosts/ssh_connection.h"
 
 namespace ernic {
@@ -77,26 +78,6 @@ void prepare_machine_dir(Host& host, const std::string& on, const std::string& d
                          const std::filesystem::path& kept,
                          std::function<std::vector<std::string>()> kept_files,
                          CleanupStack& cleanup);
-
-// An instance `ernicctl up` left running on another machine, as up.json records it (the
-// `remote` object of its manifest entry beside id, role, pid, socket): enough for status,
-// `run --attach` and down to log in again and find it.
-struct RemoteInstance {
-  int id = 0;
-  std::string role;
-  pid_t pid = 0;  // also its process group (started by setsid)
-  std::string socket;
-  std::string on;  // the scenario's host
-  std::string address;
-  std::string dir;  // the run's directory there: token file, log, stats (and a copied ernicctl)
-  std::string log;
-  std::string stats;
-  std::string token_file;
-  SshConnectOptions ssh;  // how `up` reached it
-
-  // "instance 2 (worker on B, pid 123)"
-  std::string describe() const;
-};
 
 // The `remote` object of a manifest entry, and back; nullopt for an instance on this machine.
 nlohmann::json remote_record(const RemoteInstance& remote);

@@ -5,15 +5,6 @@
 #include <stdexcept>
 
 namespace ernic {
-namespace {
-using nlohmann::json;
-
-std::string text_at(const json& object, const char* key) {
-  return object.value(key, std::string());
-}
-
-}  // namespace
-
 const AttachedHost* Attachment::find_host(const std::string& name, std::string* provider) const {
   for (const auto& [host_provider, host] : hosts) {
     if (host.name == name) {
@@ -26,30 +17,23 @@ const AttachedHost* Attachment::find_host(const std::string& name, std::string* 
   return nullptr;
 }
 
-Attachment attachment_from_state(const json& state) try {
+Attachment attachment_from_state(const UpState& state) {
   Attachment attachment;
-  attachment.scenario_name = text_at(state, "name");
-  attachment.up_run_dir = text_at(state, "run_dir");
-  attachment.up_run_token = text_at(state, "run_token");
-  attachment.up_since = text_at(state, "up_since");
-  attachment.emulator_kind = text_at(state, "emulator_kind");
-  if (attachment.up_run_token.empty() || !state.contains("hosts")) {
-    throw std::runtime_error("the state file has no run_token or hosts; was it written by up?");
+  attachment.scenario_name = state.name;
+  attachment.up_run_dir = state.run_dir;
+  attachment.up_run_token = state.run_token;
+  attachment.up_since = state.up_since.value_or("");
+  attachment.emulator_kind = state.emulator_kind.value_or("");
+  if (attachment.up_run_token.empty()) {
+    throw std::runtime_error("the state file has no run_token; was it written by up?");
   }
-  for (const auto& host : state["hosts"]) {
-    AttachedHost attached{
-        .name = text_at(host, "name"),
-        .address = text_at(host, "address"),
-        .facts = host.value("facts", json::object()).get<std::map<std::string, std::string>>()};
-    attachment.hosts.emplace_back(text_at(host, "provider"), std::move(attached));
+  for (const auto& host : state.hosts) {
+    attachment.hosts.emplace_back(
+        host.provider,
+        AttachedHost{.name = host.name, .address = host.address, .facts = host.facts});
   }
-  if (state.contains("instances") && state["instances"].is_array()) {
-    attachment.instances = state["instances"];
-  }
+  attachment.instances = state.instances;
   return attachment;
-} catch (const json::exception& e) {
-  throw std::runtime_error(std::string("the state file is not as `ernicctl up` writes it: ") +
-                           e.what());
 }
 
 std::string attachment_mismatch(const Scenario& scenario, const Attachment& attachment) {

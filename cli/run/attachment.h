@@ -1,10 +1,10 @@
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "hosts/provider.h"
+#include "run/up_state.h"
 #include "scenario/scenario.h"
 
 namespace ernic {
@@ -19,13 +19,14 @@ struct Attachment {
   std::string up_since;       // ISO 8601; empty in states written before it was recorded
   std::string emulator_kind;  // empty in states written before it was recorded
   std::vector<std::pair<std::string, AttachedHost>> hosts;  // provider, host
-  nlohmann::json instances = nlohmann::json::array();       // the manifest's instances
+  std::vector<ManifestInstance> instances;                  // the manifest's instances
 
   const AttachedHost* find_host(const std::string& name, std::string* provider = nullptr) const;
 };
 
-// Reads the state `up` wrote (up.json). Throws std::runtime_error naming what is missing.
-Attachment attachment_from_state(const nlohmann::json& state);
+// What the state `up` wrote (up.json) says is up. Throws std::runtime_error naming what is
+// missing.
+Attachment attachment_from_state(const UpState& state);
 
 // Why `scenario` cannot run against `attachment`: a host it names that is not up, or is up
 // under another provider, or another emulator kind. Empty when it can.

@@ -291,13 +291,15 @@ void Executor::attach_emulator() {
                             options_.attach->instances.size(), settings.kind,
                             options_.attach->up_run_token));
   EmulatorContext context = emulator_context();
-  emulator_ = runner_.attach_emulator(*kind, options_.attach->instances, context);
+  // The emulator kinds watch attached instances in the manifest's JSON form.
+  const nlohmann::json instances = options_.attach->instances;
+  emulator_ = runner_.attach_emulator(*kind, instances, context);
   // A dead instance fails the run here, before any point, naming it.
   if (std::string dead = runner_.check_alive(*emulator_); !dead.empty()) {
     throw std::runtime_error(fmt::format("emulator {}", dead));
   }
   if (runner_.executes()) {
-    for (const auto& rebuilt : rebuilt_instance_programs(options_.attach->instances)) {
+    for (const auto& rebuilt : rebuilt_instance_programs(instances)) {
       status_.warning(
           fmt::format("{}: these results measure the program as it was; "
                       "`ernicctl up --restart-instances` runs the rebuilt one",

@@ -335,7 +335,7 @@ Attachment fake_attachment(std::vector<std::string> hosts = {"a", "b"}) {
                         .up_since = "2026-12-01T10:00:00Z",
                         .emulator_kind = "none",
                         .hosts = {},
-                        .instances = nlohmann::json::array()};
+                        .instances = {}};
   for (const auto& name : hosts) {
     attachment.hosts.emplace_back(
         "netns",
@@ -401,7 +401,7 @@ TEST_CASE("executor: an attached instance that died fails the run before its fir
                         .up_since = "",
                         .emulator_kind = "embedded",
                         .hosts = {},
-                        .instances = nlohmann::json::parse(R"([{"id": 1}, {"id": 2}])")};
+                        .instances = {ManifestInstance{.id = 1}, ManifestInstance{.id = 2}}};
   for (const char* name : {"g1", "g2"}) {
     attachment.hosts.emplace_back(
         "embedded",

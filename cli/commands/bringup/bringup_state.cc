@@ -2,17 +2,14 @@
 
 #include <fmt/format.h>
 
-#include "common/durable_file.h"
 #include "history/record.h"
 
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <stdexcept>
 
 namespace ernic {
 namespace fs = std::filesystem;
-using nlohmann::json;
 
 namespace {
 
@@ -51,25 +48,15 @@ fs::path instance_log_dir(const StateFlags& flags, const std::string& log_dir) {
   return from_environment.empty() ? fs::path(flags.state_dir) / "logs" : fs::path(from_environment);
 }
 
-void write_atomically(const fs::path& path, const json& content) {
-  write_file_durably(path, content.dump(2) + "\n", {.durability = Durability::kRecord});
-}
-
-std::optional<json> read_state(const StateFlags& flags) {
-  std::ifstream in(state_file(flags));
-  if (!in) {
-    return std::nullopt;
-  }
+std::optional<UpState> read_state(const StateFlags& flags) {
   try {
-    return json::parse(in);
-  } catch (const json::exception& e) {
-    throw std::runtime_error(
-        fmt::format("{} is not valid JSON ({}): remove it or run ernicctl down",
-                    state_file(flags).string(), e.what()));
+    return read_up_state(state_file(flags));
+  } catch (const JsonFieldError& e) {
+    throw std::runtime_error(fmt::format("{}: remove it or run ernicctl down", e.what()));
   }
 }
 
-std::optional<json> read_state_or_say(const StateFlags& flags) {
+std::optional<UpState> read_state_or_say(const StateFlags& flags) {
   auto state = read_state(flags);
   if (!state) {
     std::cerr << fmt::format("nothing is up ({} does not exist)\n", state_file(flags).string());
@@ -82,29 +69,29 @@ void note_attached_run(const StateFlags& flags, const RunResult& result) {
   if (!state) {
     return;
   }
-  (*state)["attached_runs"] = state->value("attached_runs", 0) + 1;
-  (*state)["last_attached_run"] = {{"run_dir", fs::absolute(result.run_dir).string()},
-                                   {"started", iso8601(result.started)},
-                                   {"status", to_string(result.status)}};
-  write_atomically(state_file(flags), *state);
+  state->attached_runs = state->attached_runs.value_or(0) + 1;
+  state->last_attached_run = AttachedRunNote{.run_dir = fs::absolute(result.run_dir).string(),
+                                             .started = iso8601(result.started),
+                                             .status = to_string(result.status)};
+  write_up_state(state_file(flags), *state);
 }
 
-InstanceLinks link_instance_files(const json& instances, const fs::path& state_dir,
-                                  const fs::path& log_dir) {
+InstanceLinks link_instance_files(const std::vector<ManifestInstance>& instances,
+                                  const fs::path& state_dir, const fs::path& log_dir) {
   InstanceLinks result;
   for (const auto& instance : instances) {
-    if (instance.contains("remote")) {
+    if (instance.remote) {
       continue;  // its files are on its machine
     }
-    std::string id = std::to_string(instance.at("id").get<int>());
-    for (const auto& [key, link] : {std::pair{"stats", state_dir / (id + ".stats")},
-                                    std::pair{"log", log_dir / (id + ".log")}}) {
-      if (!instance.contains(key)) {
+    std::string id = std::to_string(instance.id);
+    for (const auto& [target, link] : {std::pair{instance.stats, state_dir / (id + ".stats")},
+                                       std::pair{instance.log, log_dir / (id + ".log")}}) {
+      if (target.empty()) {
         continue;
       }
       try {
         fs::create_directories(link.parent_path());
-        replace_link(fs::absolute(instance[key].get<std::string>()), link);
+        replace_link(fs::absolute(target), link);
         result.links.push_back(fs::absolute(link).string());
       } catch (const std::exception& e) {
         result.problems.push_back(fmt::format("cannot link {}: {}", link.string(), e.what()));
@@ -114,13 +101,13 @@ InstanceLinks link_instance_files(const json& instances, const fs::path& state_d
   return result;
 }
 
-void remove_instance_files(const json& state) {
+void remove_instance_files(const UpState& state) {
   std::error_code ignored;
-  for (const auto& link : state.value("instance_files", json::array())) {
-    fs::remove(link.get<std::string>(), ignored);
+  for (const auto& link : state.instance_files.value_or(std::vector<std::string>{})) {
+    fs::remove(link, ignored);
   }
-  if (state.value("log_dir_created", false)) {
-    fs::remove(state["log_dir"].get<std::string>(), ignored);  // only when now empty
+  if (state.log_dir_created.value_or(false) && state.log_dir) {
+    fs::remove(*state.log_dir, ignored);  // only when now empty
   }
 }
 

@@ -3,13 +3,13 @@
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/command_context.h"
 #include "run/run_result.h"
+#include "run/up_state.h"
 
 namespace ernic {
 
@@ -33,14 +33,11 @@ std::filesystem::path manifest_file(const StateFlags& flags);
 // else a logs/ folder in the state directory.
 std::filesystem::path instance_log_dir(const StateFlags& flags, const std::string& log_dir);
 
-// As two-space-indented JSON, by write_file_durably (common/durable_file.h) as a record:
-// a reader or a crash sees the old file or the new one, never half of one.
-void write_atomically(const std::filesystem::path& path, const nlohmann::json& content);
-
-// up.json, or nothing when nothing is up; throws when the file is not JSON.
-std::optional<nlohmann::json> read_state(const StateFlags& flags);
+// up.json, or nothing when nothing is up; throws when the file is not JSON or a field of it
+// has the wrong type (run/up_state.h).
+std::optional<UpState> read_state(const StateFlags& flags);
 // The same, saying "nothing is up" on stderr when there is no state.
-std::optional<nlohmann::json> read_state_or_say(const StateFlags& flags);
+std::optional<UpState> read_state_or_say(const StateFlags& flags);
 
 // Links STATE_DIR/<id>.stats and LOG_DIR/<id>.log to each instance's live stats file and log
 // (the `stats` and `log` of the manifest's instances), replacing stale links; instances on
@@ -51,12 +48,12 @@ struct InstanceLinks {
   std::vector<std::string> links;
   std::vector<std::string> problems;
 };
-InstanceLinks link_instance_files(const nlohmann::json& instances,
+InstanceLinks link_instance_files(const std::vector<ManifestInstance>& instances,
                                   const std::filesystem::path& state_dir,
                                   const std::filesystem::path& log_dir);
 // Removes the links up.json lists (`instance_files`), then the log folder when `up` created it
 // (`log_dir_created`) and nothing else is in it.
-void remove_instance_files(const nlohmann::json& state);
+void remove_instance_files(const UpState& state);
 
 // Notes in up.json that a `run --attach` used what is up (`status` shows the last one); does
 // nothing when `down` removed the state meanwhile.

@@ -15,7 +15,6 @@
 namespace ernic {
 namespace {
 namespace fs = std::filesystem;
-using nlohmann::json;
 
 std::string read(const fs::path& file) {
   std::ifstream in(file);
@@ -72,11 +71,13 @@ TEST_CASE("each instance's live stats and log are linked as ID.stats and ID.log,
   std::ofstream(sockets / "instance1.log") << "manager: device realized\n";
   std::ofstream(sockets / "instance2.stats") << "mesh_peers : 1\nqps : 0\n";
   std::ofstream(sockets / "instance2.log") << "worker: joined\n";
-  json instances = json::array();
+  std::vector<ManifestInstance> instances;
   for (int id : {1, 2}) {
-    instances.push_back({{"id", id},
-                         {"stats", (sockets / fmt::format("instance{}.stats", id)).string()},
-                         {"log", (sockets / fmt::format("instance{}.log", id)).string()}});
+    ManifestInstance instance;
+    instance.id = id;
+    instance.stats = (sockets / fmt::format("instance{}.stats", id)).string();
+    instance.log = (sockets / fmt::format("instance{}.log", id)).string();
+    instances.push_back(instance);
   }
   fs::path state_dir = dir / "state";
   fs::path log_dir = state_dir / "logs";
@@ -94,8 +95,10 @@ TEST_CASE("each instance's live stats and log are linked as ID.stats and ID.log,
   std::ofstream(sockets / "instance1.stats") << "mesh_peers : 1\nqps : 3\n";
   CHECK(read(state_dir / "1.stats") == "mesh_peers : 1\nqps : 3\n");
 
-  json state = {
-      {"instance_files", linked.links}, {"log_dir", log_dir.string()}, {"log_dir_created", true}};
+  UpState state;
+  state.instance_files = linked.links;
+  state.log_dir = log_dir.string();
+  state.log_dir_created = true;
   remove_instance_files(state);
   CHECK_FALSE(fs::exists(fs::symlink_status(state_dir / "1.stats")));
   CHECK_FALSE(fs::exists(fs::symlink_status(state_dir / "2.stats")));
@@ -111,7 +114,10 @@ TEST_CASE("a log folder `up` did not create is kept by down, and a missing file 
   fs::path log_dir = dir / "existing-logs";
   fs::create_directories(log_dir);
   std::ofstream(dir / "instance1.log") << "log\n";
-  json instances = json::array({{{"id", 1}, {"log", (dir / "instance1.log").string()}}});
+  ManifestInstance log_only;
+  log_only.id = 1;
+  log_only.log = (dir / "instance1.log").string();
+  const std::vector<ManifestInstance> instances{log_only};
   fs::create_directories(dir / "state-is-a-file-parent");
   std::ofstream(dir / "state-is-a-file-parent" / "state") << "not a folder";
   InstanceLinks linked =
@@ -119,16 +125,21 @@ TEST_CASE("a log folder `up` did not create is kept by down, and a missing file 
   CHECK(linked.links.size() == 1);  // no stats file named: only the log is linked
   CHECK(linked.problems.empty());
 
-  json with_stats = json::array({{{"id", 1}, {"stats", (dir / "instance1.stats").string()}}});
+  ManifestInstance stats_only;
+  stats_only.id = 1;
+  stats_only.stats = (dir / "instance1.stats").string();
+  const std::vector<ManifestInstance> with_stats{stats_only};
   InstanceLinks failed =
       link_instance_files(with_stats, dir / "state-is-a-file-parent" / "state", log_dir);
   CHECK(failed.links.empty());
   REQUIRE(failed.problems.size() == 1);
   CHECK_THAT(failed.problems[0], Catch::Contains("cannot link") && Catch::Contains("1.stats"));
 
-  remove_instance_files({{"instance_files", linked.links},
-                         {"log_dir", log_dir.string()},
-                         {"log_dir_created", false}});
+  UpState kept_folder;
+  kept_folder.instance_files = linked.links;
+  kept_folder.log_dir = log_dir.string();
+  kept_folder.log_dir_created = false;
+  remove_instance_files(kept_folder);
   CHECK_FALSE(fs::exists(fs::symlink_status(log_dir / "1.log")));
   CHECK(fs::exists(log_dir));
 }

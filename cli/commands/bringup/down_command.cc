@@ -15,16 +15,15 @@
 namespace ernic {
 namespace {
 namespace fs = std::filesystem;
-using nlohmann::json;
 
 // This machine's libvirt daemon, and every one the state's guests live under (their `uri`
 // facts): a remote host keeps what a killed run made there until `down` asks it.
-std::vector<std::string> libvirt_uris_of(const std::optional<json>& state) {
+std::vector<std::string> libvirt_uris_of(const std::optional<UpState>& state) {
   std::vector<std::string> uris{"qemu:///system"};
   if (state) {
-    for (const auto& host : state->value("hosts", json::array())) {
-      if (host.contains("facts") && host["facts"].contains("uri")) {
-        uris.push_back(host["facts"]["uri"]);
+    for (const auto& host : state->hosts) {
+      if (host.facts.contains("uri")) {
+        uris.push_back(host.fact("uri"));
       }
     }
   }
@@ -34,23 +33,22 @@ std::vector<std::string> libvirt_uris_of(const std::optional<json>& state) {
 // The instances `up` recorded, when they still run: found by name only if their sockets are in
 // the run's default directory, and an external server may have been given another one. A pid
 // counts only while its command line still names the instance's socket (pids get reused).
-void add_recorded_instances(const json& state, LeftoverScan& scan) {
-  std::string token = state["run_token"];
+void add_recorded_instances(const UpState& state, LeftoverScan& scan) {
+  const std::string& token = state.run_token;
   if (scan.live_tokens.contains(token)) {
     return;
   }
-  for (const auto& instance : state.value("instances", json::array())) {
-    if (!instance.contains("pid") || !instance.contains("socket") || instance.contains("remote")) {
+  for (const auto& instance : state.instances) {
+    if (instance.pid <= 0 || instance.socket.empty() || instance.remote) {
       continue;  // an instance on another machine has another machine's pid
     }
-    auto pid = instance["pid"].get<pid_t>();
+    const pid_t pid = instance.pid;
     std::string pid_text = std::to_string(pid);
     bool found = std::any_of(scan.found.begin(), scan.found.end(), [&](const Leftover& item) {
       return item.kind == "process" && item.name == pid_text;
     });
     if (!found && process_running(pid) &&
-        process_command_line(pid).find(instance["socket"].get<std::string>()) !=
-            std::string::npos) {
+        process_command_line(pid).find(instance.socket) != std::string::npos) {
       scan.found.insert(scan.found.begin(), Leftover{token, "process", pid_text});
     }
   }
@@ -68,28 +66,27 @@ struct RemoteStops {
   int stopped = 0;
 };
 
-RemoteStops stop_remote_instances(const json& state, bool list_only) {
+RemoteStops stop_remote_instances(const UpState& state, bool list_only) {
   RemoteStops result;
   // Workers before the manager (the manager's machine last): a worker whose manager is gone
   // ends by itself, and what it had to say is then not down's report.
   std::vector<std::pair<std::string, std::vector<RemoteInstance>>> by_machine;
-  const json recorded = state.value("instances", json::array());
-  for (auto it = recorded.rbegin(); it != recorded.rend(); ++it) {
-    if (auto remote = remote_instance_of(*it)) {
+  for (auto it = state.instances.rbegin(); it != state.instances.rend(); ++it) {
+    if (const auto& remote = it->remote) {
       auto machine = std::find_if(by_machine.begin(), by_machine.end(),
                                   [&](const auto& known) { return known.first == remote->on; });
       if (machine == by_machine.end()) {
         machine = by_machine.insert(by_machine.end(), {remote->on, {}});
       }
-      machine->second.push_back(std::move(*remote));
+      machine->second.push_back(*remote);
     }
   }
-  const fs::path kept = fs::path(state.value("run_dir", ".")) / "emulator";
+  const fs::path kept = fs::path(state.run_dir.empty() ? "." : state.run_dir) / "emulator";
   for (const auto& [on, instances] : by_machine) {
     if (list_only) {
       for (const auto& remote : instances) {
-        fmt::print("{}  emulator {} in {} on {}\n", state.value("run_token", ""), remote.describe(),
-                   remote.dir, on);
+        fmt::print("{}  emulator {} in {} on {}\n", state.run_token, remote.describe(), remote.dir,
+                   on);
       }
       continue;
     }
@@ -158,14 +155,14 @@ int down(const StateFlags& flags, bool list_only) {
   if (state && !scan.errors.empty()) {
     // It names the hosts not reached: the next `down` tries them again, and only the instances
     // not stopped.
-    json left = json::array();
-    for (const auto& instance : state->value("instances", json::array())) {
-      if (!remote.done.contains(instance.value("id", 0))) {
+    std::vector<ManifestInstance> left;
+    for (const auto& instance : state->instances) {
+      if (!remote.done.contains(instance.id)) {
         left.push_back(instance);
       }
     }
-    (*state)["instances"] = left;
-    write_atomically(state_file(flags), *state);
+    state->instances = std::move(left);
+    write_up_state(state_file(flags), *state);
     std::cerr << fmt::format("state kept in {}: run `ernicctl down` again once they answer\n",
                              state_file(flags).string());
   } else if (state) {

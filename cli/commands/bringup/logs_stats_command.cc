@@ -17,30 +17,30 @@
 namespace ernic {
 namespace {
 namespace fs = std::filesystem;
-using nlohmann::json;
 
-std::optional<json> instance_of(const StateFlags& flags, int id) {
+std::optional<ManifestInstance> instance_of(const StateFlags& flags, int id) {
   auto state = read_state_or_say(flags);
   if (!state) {
     return std::nullopt;
   }
-  for (const auto& instance : (*state)["instances"]) {
-    if (instance["id"] == id) {
-      return instance;
-    }
+  if (const ManifestInstance* instance = state->find_instance(id)) {
+    return *instance;
   }
-  std::cerr << fmt::format("no instance {}: the run has {}\n", id, (*state)["instances"].size());
+  std::cerr << fmt::format("no instance {}: the run has {}\n", id, state->instances.size());
   return std::nullopt;
 }
 
-// The instance's log or stats file (`key`), here or on its machine; nothing when unreadable.
-std::optional<std::string> instance_file(const json& instance, const std::string& key) {
-  if (auto remote = remote_instance_of(instance)) {
-    CommandResult read =
-        run_to_end(*reconnect(*remote), {"cat", key == "log" ? remote->log : remote->stats});
+enum class InstanceFile { kLog, kStats };
+
+// The instance's log or its stats file, here or on its machine; nothing when unreadable.
+std::optional<std::string> instance_file(const ManifestInstance& instance, InstanceFile which) {
+  if (instance.remote) {
+    const RemoteInstance& remote = *instance.remote;
+    CommandResult read = run_to_end(
+        *reconnect(remote), {"cat", which == InstanceFile::kLog ? remote.log : remote.stats});
     return read.ok() ? std::optional(read.out) : std::nullopt;
   }
-  std::ifstream in(instance[key].get<std::string>());
+  std::ifstream in(which == InstanceFile::kLog ? instance.log : instance.stats);
   if (!in) {
     return std::nullopt;
   }
@@ -52,11 +52,10 @@ int logs(const StateFlags& flags, int id, int lines) {
   if (!instance) {
     return kExitBadInput;
   }
-  auto text = instance_file(*instance, "log");
+  auto text = instance_file(*instance, InstanceFile::kLog);
   if (!text) {
-    std::cerr << fmt::format(
-        "cannot read {}{}\n", (*instance)["log"].get<std::string>(),
-        instance->contains("remote") ? " on " + (*instance)["remote"].value("host", "?") : "");
+    std::cerr << fmt::format("cannot read {}{}\n", instance->log,
+                             instance->remote ? " on " + instance->remote->on : "");
     return kExitFailed;
   }
   std::istringstream in(*text);
@@ -78,9 +77,10 @@ int stats(const StateFlags& flags, int id, bool summary) {
   if (!instance) {
     return kExitBadInput;
   }
-  fs::path file = (*instance)["stats"].get<std::string>();
+  fs::path file = instance->stats;
   // `key : value` lines, rewritten every second by the instance.
-  auto values = emu::Supervisor::parse_stats(instance_file(*instance, "stats").value_or(""));
+  auto values =
+      emu::Supervisor::parse_stats(instance_file(*instance, InstanceFile::kStats).value_or(""));
   if (values.empty()) {
     std::cerr << fmt::format("no statistics in {} yet\n", file.string());
     return kExitFailed;
@@ -99,8 +99,8 @@ int stats(const StateFlags& flags, int id, bool summary) {
     return values.contains(key) ? values[key] : std::string("?");
   };
   fmt::print("instance {} ({}): sent {}, received {}, completions {}, errors {}, qps {}\n", id,
-             (*instance)["role"].get<std::string>(), bytes("bytes_sent"), bytes("bytes_received"),
-             value("completions"), value("errors"), value("qps"));
+             instance->role, bytes("bytes_sent"), bytes("bytes_received"), value("completions"),
+             value("errors"), value("qps"));
   return kExitOk;
 }
 

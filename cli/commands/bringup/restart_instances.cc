@@ -13,17 +13,14 @@
 
 namespace ernic {
 namespace {
-using nlohmann::json;
 
-void stop_recorded_instances(const json& instances) {
+void stop_recorded_instances(const std::vector<ManifestInstance>& instances) {
   std::vector<Leftover> processes;
   for (const auto& instance : instances) {
-    const auto pid = instance.value("pid", pid_t{0});
     // A reused pid is not ours: it counts only while its command line names the socket.
-    if (pid > 0 && process_running(pid) &&
-        process_command_line(pid).find(instance.value("socket", std::string("\x01"))) !=
-            std::string::npos) {
-      processes.push_back(Leftover{"", "process", std::to_string(pid)});
+    if (instance.pid > 0 && !instance.socket.empty() && process_running(instance.pid) &&
+        process_command_line(instance.pid).find(instance.socket) != std::string::npos) {
+      processes.push_back(Leftover{"", "process", std::to_string(instance.pid)});
     }
   }
   remove_leftovers(processes, "", [](const Leftover& what, const std::string& why) {
@@ -33,11 +30,12 @@ void stop_recorded_instances(const json& instances) {
 
 // The new instances in the manifest's format, each keeping the guest (`vm`) `up` attached to
 // the instance of its id.
-json with_guests(json fresh, const json& old) {
+std::vector<ManifestInstance> with_guests(std::vector<ManifestInstance> fresh,
+                                          const std::vector<ManifestInstance>& old) {
   for (auto& instance : fresh) {
     for (const auto& before : old) {
-      if (before.value("id", 0) == instance.value("id", -1) && before.contains("vm")) {
-        instance["vm"] = before["vm"];
+      if (before.id == instance.id && before.vm) {
+        instance.vm = before.vm;
       }
     }
   }
@@ -52,32 +50,31 @@ int restart_instances(const StateFlags& flags, const std::vector<std::string>& s
   if (!state) {
     return kExitBadInput;
   }
-  auto scenario = load_or_report(platform, (*state)["scenario"].get<std::string>(), sets);
+  auto scenario = load_or_report(platform, state->scenario, sets);
   if (!scenario) {
     return kExitBadInput;
   }
   EmulatorKind* kind = platform.emulator_kind(scenario->emulator.kind);
-  const json old_instances = state->value("instances", json::array());
+  const std::vector<ManifestInstance> old_instances = state->instances;
   if (kind == nullptr || old_instances.empty()) {
     std::cerr << fmt::format("{} runs no emulator instances: nothing to restart\n", scenario->name);
     return kExitBadInput;
   }
   for (const auto& instance : old_instances) {
-    if (instance.contains("remote")) {
+    if (instance.remote) {
       std::cerr << fmt::format(
           "instance {} runs on {}: `--restart-instances` restarts instances on this machine only; "
           "`ernicctl down` and `ernicctl up` again\n",
-          instance.value("id", 0), instance["remote"].value("host", "?"));
+          instance.id, instance.remote->on);
       return kExitBadInput;
     }
   }
-  fmt::print("stopping {} instances of run {}\n", old_instances.size(),
-             (*state)["run_token"].get<std::string>());
+  fmt::print("stopping {} instances of run {}\n", old_instances.size(), state->run_token);
   stop_recorded_instances(old_instances);
 
   CleanupStack cleanup;
-  EmulatorContext context{.run_dir = (*state)["run_dir"].get<std::string>(),
-                          .run_token = (*state)["run_token"].get<std::string>(),
+  EmulatorContext context{.run_dir = state->run_dir,
+                          .run_token = state->run_token,
                           .cleanup = &cleanup,
                           .bring_up = true};
   std::unique_ptr<RunningEmulator> started;
@@ -98,28 +95,30 @@ int restart_instances(const StateFlags& flags, const std::vector<std::string>& s
   }
   cleanup.release();
 
-  json instances = with_guests(started->manifest()["instances"], old_instances);
-  for (auto& host : (*state)["hosts"]) {
-    const std::string instance = host["facts"].value("emulator_instance", "");
+  InstanceManifest started_manifest;
+  read_fields(JsonFields(started->manifest(), "the emulator's manifest"), started_manifest);
+  std::vector<ManifestInstance> instances =
+      with_guests(std::move(started_manifest.instances), old_instances);
+  for (auto& host : state->hosts) {
+    const std::string instance = host.fact("emulator_instance");
     if (!instance.empty()) {
       for (const auto& [key, value] : started->facts_for(std::stoi(instance))) {
-        host["facts"][key] = value;
+        host.facts[key] = value;
       }
     }
   }
-  (*state)["instances"] = instances;
-  (*state)["instances_restarted"] = state->value("instances_restarted", 0) + 1;
-  InstanceLinks linked =
-      link_instance_files(instances, flags.state_dir, (*state)["log_dir"].get<std::string>());
+  state->instances = instances;
+  state->instances_restarted = state->instances_restarted.value_or(0) + 1;
+  InstanceLinks linked = link_instance_files(
+      instances, flags.state_dir, state->log_dir.value_or(instance_log_dir(flags, "").string()));
   for (const auto& problem : linked.problems) {
     std::cerr << "warning: " << problem << "\n";
   }
-  write_atomically(manifest_file(flags), json{{"instances", instances}});
-  write_atomically(state_file(flags), *state);
+  write_instance_manifest(manifest_file(flags), InstanceManifest{instances});
+  write_up_state(state_file(flags), *state);
   for (const auto& instance : instances) {
-    fmt::print("  instance {} {:<8} pid {}  {}\n", instance["id"].get<int>(),
-               instance["role"].get<std::string>(), instance["pid"].get<long>(),
-               instance["socket"].get<std::string>());
+    fmt::print("  instance {} {:<8} pid {}  {}\n", instance.id, instance.role, instance.pid,
+               instance.socket);
   }
   fmt::print("restarted; the hosts stay attached: ernicctl run {} --attach\n",
              scenario->file.string());

@@ -13,50 +13,47 @@
 
 namespace ernic {
 namespace {
-using nlohmann::json;
 
 // A remote libvirt host's guest is reached through the jump host its run used, that host's key
 // verified as strictly as the guest's.
-std::vector<std::string> jump_options(const json& facts) {
-  if (!facts.contains("ssh_jump")) {
+std::vector<std::string> jump_options(const UpHost& host) {
+  if (host.fact("ssh_jump").empty()) {
     return {};
   }
-  SshEndpoint jump = parse_ssh_destination(facts["ssh_jump"].get<std::string>());
+  SshEndpoint jump = parse_ssh_destination(host.fact("ssh_jump"));
   std::string proxy = fmt::format(
       "ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -o GlobalKnownHostsFile=/dev/null -p {} "
       "-l {} -W %h:%p",
       jump.port, shell_quote(jump.user.empty() ? ssh_login::local_user_name() : jump.user));
   for (const auto& [fact, option] : {std::pair{"ssh_jump_key", "-i "},
                                      std::pair{"ssh_jump_known_hosts", "-o UserKnownHostsFile="}}) {
-    if (facts.contains(fact) && !facts[fact].get<std::string>().empty()) {
-      proxy += fmt::format(" {}{}", option, shell_quote(facts[fact].get<std::string>()));
+    if (!host.fact(fact).empty()) {
+      proxy += fmt::format(" {}{}", option, shell_quote(host.fact(fact)));
     }
   }
   return {"-o", "ProxyCommand=" + proxy + " " + shell_quote(jump.host)};
 }
 
 // The command line that logs in to `host`; empty when it is nothing to log in to.
-std::vector<std::string> login_command(const json& host) {
-  const json& facts = host["facts"];
-  if (facts.contains("netns")) {
-    return {"ip", "netns", "exec", facts["netns"].get<std::string>()};
+std::vector<std::string> login_command(const UpHost& host) {
+  if (host.facts.contains("netns")) {
+    return {"ip", "netns", "exec", host.fact("netns")};
   }
-  if (facts.contains("ssh_key")) {
-    std::vector<std::string> via = jump_options(facts);
-    std::vector<std::string> argv{
-        "ssh",
-        "-i",
-        facts["ssh_key"].get<std::string>(),
-        "-o",
-        "UserKnownHostsFile=" + facts["ssh_known_hosts"].get<std::string>(),
-        "-o",
-        "GlobalKnownHostsFile=/dev/null",
-        "-o",
-        "StrictHostKeyChecking=yes",
-        "-l",
-        facts["ssh_user"].get<std::string>()};
+  if (host.facts.contains("ssh_key")) {
+    std::vector<std::string> via = jump_options(host);
+    std::vector<std::string> argv{"ssh",
+                                  "-i",
+                                  host.fact("ssh_key"),
+                                  "-o",
+                                  "UserKnownHostsFile=" + host.fact("ssh_known_hosts"),
+                                  "-o",
+                                  "GlobalKnownHostsFile=/dev/null",
+                                  "-o",
+                                  "StrictHostKeyChecking=yes",
+                                  "-l",
+                                  host.fact("ssh_user")};
     argv.insert(argv.end(), via.begin(), via.end());
-    argv.push_back(host["address"].get<std::string>());
+    argv.push_back(host.address);
     return argv;
   }
   return {};
@@ -67,14 +64,10 @@ int ssh(const StateFlags& flags, const std::string& name, const std::vector<std:
   if (!state) {
     return kExitBadInput;
   }
-  for (const auto& host : (*state)["hosts"]) {
-    if (host["name"] != name) {
-      continue;
-    }
-    std::vector<std::string> argv = login_command(host);
+  if (const UpHost* host = state->find_host(name)) {
+    std::vector<std::string> argv = login_command(*host);
     if (argv.empty()) {
-      std::cerr << fmt::format("{} is a {} host: nothing to log in to\n", name,
-                               host["provider"].get<std::string>());
+      std::cerr << fmt::format("{} is a {} host: nothing to log in to\n", name, host->provider);
       return kExitBadInput;
     }
     if (argv.front() == "ip" && command.empty()) {
@@ -92,8 +85,7 @@ int ssh(const StateFlags& flags, const std::string& name, const std::vector<std:
     std::cerr << fmt::format("cannot run {}: {}\n", argv[0], std::strerror(errno));
     return kExitFailed;
   }
-  std::cerr << fmt::format("no host {} in run {}\n", name,
-                           (*state)["run_token"].get<std::string>());
+  std::cerr << fmt::format("no host {} in run {}\n", name, state->run_token);
   return kExitBadInput;
 }
 

@@ -16,104 +16,146 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string host_condition(const json& host, const Platform& platform) {
-  const HostProvider* provider = platform.provider(host["provider"].get<std::string>());
+std::string host_condition(const UpHost& host, const Platform& platform) {
+  const HostProvider* provider = platform.provider(host.provider);
   if (provider == nullptr) {
     return "unknown";
   }
-  return provider->host_condition(
-      host.value("facts", json::object()).get<std::map<std::string, std::string>>());
+  return provider->host_condition(host.facts);
 }
 
+struct HostStatus {
+  const UpHost* host = nullptr;
+  std::string state;
+};
+
+struct InstanceStatus {
+  const ManifestInstance* instance = nullptr;
+  std::string state;
+  std::optional<std::string> error;                         // unreachable machine
+  std::optional<std::map<std::string, std::string>> stats;  // read on its machine
+};
+
+struct StatusReport {
+  const UpState* state = nullptr;
+  std::vector<HostStatus> hosts;
+  std::vector<InstanceStatus> instances;
+  bool up = true;
+};
+
 // An instance on another machine: its state and stats there, through one login per machine.
-json remote_status(const RemoteInstance& remote,
-                   std::map<std::string, std::unique_ptr<Host>>& machines) {
+void add_remote_status(const RemoteInstance& remote,
+                       std::map<std::string, std::unique_ptr<Host>>& machines,
+                       InstanceStatus& status) {
   try {
     auto& host = machines[remote.on];
     if (host == nullptr) {
       host = reconnect(remote);
     }
-    return {{"state", remote_condition(*host, remote)},
-            {"stats", remote_stats(*host, remote.stats)}};
+    status.state = remote_condition(*host, remote);
+    status.stats = remote_stats(*host, remote.stats);
   } catch (const std::exception& e) {
-    return {{"state", "unreachable"}, {"error", e.what()}};
+    status.state = "unreachable";
+    status.error = e.what();
   }
 }
 
-json current_status(const json& state, const Platform& platform) {
-  json report = {{"name", state["name"]},
-                 {"run_token", state["run_token"]},
-                 {"run_dir", state["run_dir"]},
-                 {"up_since", state.value("up_since", "")},
-                 {"attached_runs", state.value("attached_runs", 0)},
-                 {"last_attached_run", state.value("last_attached_run", json())},
-                 {"hosts", json::array()},
-                 {"instances", json::array()}};
-  bool all_up = true;
-  for (const auto& host : state["hosts"]) {
+StatusReport current_status(const UpState& state, const Platform& platform) {
+  StatusReport report{.state = &state};
+  for (const auto& host : state.hosts) {
     std::string condition = host_condition(host, platform);
-    all_up = all_up && condition != "gone" && condition != "stopped";
-    json facts = host.value("facts", json::object());
-    report["hosts"].push_back({{"name", host["name"]},
-                               {"provider", host["provider"]},
-                               {"address", host["address"]},
-                               {"instance", facts.value("emulator_instance", "")},
-                               {"state", condition}});
+    report.up = report.up && condition != "gone" && condition != "stopped";
+    report.hosts.push_back(HostStatus{.host = &host, .state = condition});
   }
   std::map<std::string, std::unique_ptr<Host>> machines;
-  for (const auto& instance : state["instances"]) {
-    json entry = {{"id", instance["id"]},
-                  {"role", instance["role"]},
-                  {"on", instance.value("on", std::string(kThisMachine))},
-                  {"pid", instance["pid"]},
-                  {"socket", instance["socket"]}};
-    if (auto remote = remote_instance_of(instance)) {
-      entry.update(remote_status(*remote, machines));
+  for (const auto& instance : state.instances) {
+    InstanceStatus entry{.instance = &instance};
+    if (instance.remote) {
+      add_remote_status(*instance.remote, machines, entry);
     } else {
-      bool running = process_running(instance["pid"].get<pid_t>());
-      bool socket = fs::exists(instance["socket"].get<std::string>());
-      entry["state"] = running && socket ? "up" : running ? "no socket" : "gone";
+      bool running = process_running(instance.pid);
+      bool socket = fs::exists(instance.socket);
+      entry.state = running && socket ? "up" : running ? "no socket" : "gone";
     }
-    all_up = all_up && entry["state"] == "up";
-    report["instances"].push_back(entry);
+    report.up = report.up && entry.state == "up";
+    report.instances.push_back(std::move(entry));
   }
-  report["up"] = all_up;
   return report;
 }
 
-void print_status(const json& report) {
-  const std::string since = report["up_since"].get<std::string>();
-  fmt::print("{} (run {}): {}{}\n", report["name"].get<std::string>(),
-             report["run_token"].get<std::string>(),
-             report["up"].get<bool>() ? "up" : "partly down",
+// `status --json`: the fields and types it had when it was built as JSON directly.
+json report_json(const StatusReport& report) {
+  const UpState& state = *report.state;
+  json out = {
+      {"name", state.name},
+      {"run_token", state.run_token},
+      {"run_dir", state.run_dir},
+      {"up_since", state.up_since.value_or("")},
+      {"attached_runs", state.attached_runs.value_or(0)},
+      {"last_attached_run", state.last_attached_run ? json(*state.last_attached_run) : json()},
+      {"hosts", json::array()},
+      {"instances", json::array()},
+      {"up", report.up}};
+  for (const auto& [host, condition] : report.hosts) {
+    out["hosts"].push_back({{"name", host->name},
+                            {"provider", host->provider},
+                            {"address", host->address},
+                            {"instance", host->fact("emulator_instance")},
+                            {"state", condition}});
+  }
+  for (const auto& status : report.instances) {
+    const ManifestInstance& instance = *status.instance;
+    json entry = {{"id", instance.id},
+                  {"role", instance.role},
+                  {"on", instance.on.value_or(kThisMachine)},
+                  {"pid", instance.pid},
+                  {"socket", instance.socket},
+                  {"state", status.state}};
+    if (status.error) {
+      entry["error"] = *status.error;
+    }
+    if (status.stats) {
+      entry["stats"] = *status.stats;
+    }
+    out["instances"].push_back(std::move(entry));
+  }
+  return out;
+}
+
+std::string stat_or_unknown(const std::map<std::string, std::string>& stats, const char* key) {
+  auto it = stats.find(key);
+  return it == stats.end() ? "?" : it->second;
+}
+
+void print_status(const StatusReport& report) {
+  const UpState& state = *report.state;
+  const std::string since = state.up_since.value_or("");
+  fmt::print("{} (run {}): {}{}\n", state.name, state.run_token, report.up ? "up" : "partly down",
              since.empty() ? "" : ", since " + since);
-  for (const auto& host : report["hosts"]) {
-    const std::string instance = host["instance"].get<std::string>();
-    fmt::print("  host {:<10} {:<9} {:<16} {}{}\n", host["name"].get<std::string>(),
-               host["provider"].get<std::string>(), host["address"].get<std::string>(),
-               host["state"].get<std::string>(),
-               instance.empty() ? "" : ", attached to instance " + instance);
+  for (const auto& [host, condition] : report.hosts) {
+    const std::string instance = host->fact("emulator_instance");
+    fmt::print("  host {:<10} {:<9} {:<16} {}{}\n", host->name, host->provider, host->address,
+               condition, instance.empty() ? "" : ", attached to instance " + instance);
   }
-  for (const auto& instance : report["instances"]) {
-    const std::string on = instance["on"].get<std::string>();
+  for (const auto& status : report.instances) {
+    const ManifestInstance& instance = *status.instance;
+    const std::string on = instance.on.value_or(kThisMachine);
     std::string details = on == kThisMachine ? "" : " on " + on;
-    if (instance.contains("error")) {
-      details += ": " + instance["error"].get<std::string>();
+    if (status.error) {
+      details += ": " + *status.error;
     }
-    if (instance.contains("stats")) {
-      const json& stats = instance["stats"];
-      details +=
-          fmt::format(", mesh peers {}, clients {}, {} bytes sent", stats.value("mesh_peers", "?"),
-                      stats.value("clients", "?"), stats.value("bytes_sent", "?"));
+    if (status.stats) {
+      details += fmt::format(", mesh peers {}, clients {}, {} bytes sent",
+                             stat_or_unknown(*status.stats, "mesh_peers"),
+                             stat_or_unknown(*status.stats, "clients"),
+                             stat_or_unknown(*status.stats, "bytes_sent"));
     }
-    fmt::print("  instance {} {:<8} pid {:<8} {}{}\n", instance["id"].get<int>(),
-               instance["role"].get<std::string>(), instance["pid"].get<long>(),
-               instance["state"].get<std::string>(), details);
+    fmt::print("  instance {} {:<8} pid {:<8} {}{}\n", instance.id, instance.role, instance.pid,
+               status.state, details);
   }
-  const json& last = report["last_attached_run"];
-  if (last.is_object()) {
-    fmt::print("  attached runs: {}, the last {} at {}: {}\n", report["attached_runs"].get<int>(),
-               last.value("status", "?"), last.value("started", "?"), last.value("run_dir", "?"));
+  if (const auto& last = state.last_attached_run) {
+    fmt::print("  attached runs: {}, the last {} at {}: {}\n", state.attached_runs.value_or(0),
+               last->status, last->started, last->run_dir);
   } else {
     fmt::print("  no attached run yet: ernicctl run SCENARIO --attach\n");
   }
@@ -131,13 +173,13 @@ int status(const StateFlags& flags, bool as_json, const Platform& platform) {
     }
     return kExitBadInput;
   }
-  json report = current_status(*state, platform);
+  StatusReport report = current_status(*state, platform);
   if (as_json) {
-    std::cout << report.dump(2) << "\n";
+    std::cout << report_json(report).dump(2) << "\n";
   } else {
     print_status(report);
   }
-  return report["up"].get<bool>() ? kExitOk : kExitFailed;
+  return report.up ? kExitOk : kExitFailed;
 }
 
 }  // namespace

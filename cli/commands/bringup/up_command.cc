@@ -8,6 +8,7 @@
 #include "commands/bringup/bringup_state.h"
 #include "commands/commands.h"
 #include "common/interrupt.h"
+#include "emulators/instance_machines.h"
 #include "history/record.h"
 #include "plan/plan.h"
 #include "platform/platform.h"
@@ -15,7 +16,6 @@
 namespace ernic {
 namespace {
 namespace fs = std::filesystem;
-using nlohmann::json;
 
 struct UpFlags : StateFlags {
   std::string scenario;
@@ -27,68 +27,68 @@ struct UpFlags : StateFlags {
 
 // The harness's manifest: instances[].id and instances[].vm.{vm_name,ssh_port,ssh_user} are what
 // their playbooks read.
-json harness_manifest(const Scenario& scenario, const RunResult& result) {
-  json manifest =
-      result.instances.is_null() ? json{{"instances", json::array()}} : result.instances;
-  for (auto& instance : manifest["instances"]) {
+InstanceManifest harness_manifest(const Scenario& scenario, const RunResult& result) {
+  InstanceManifest manifest;
+  if (!result.instances.is_null()) {
+    read_fields(JsonFields(result.instances, "the emulator's manifest"), manifest);
+  }
+  for (auto& instance : manifest.instances) {
     for (const auto& spec : scenario.hosts) {
-      if (!spec.config.has("instance") || spec.config.integer("instance", 0) != instance["id"]) {
+      if (!spec.config.has("instance") || spec.config.integer("instance", 0) != instance.id) {
         continue;
       }
-      json vm = {
-          {"vm_name", spec.name}, {"ssh_port", 22}, {"ssh_user", "root"}, {"attached", true}};
+      InstanceGuest vm{.attached = true, .vm_name = spec.name, .ssh_port = 22, .ssh_user = "root"};
       for (const auto& host : result.hosts) {
         if (host.name != spec.name) {
           continue;
         }
-        vm["address"] = host.address;
+        vm.address = host.address;
         if (auto it = host.facts.find("domain"); it != host.facts.end()) {
-          vm["vm_name"] = it->second;
+          vm.vm_name = it->second;
         }
         if (auto it = host.facts.find("ssh_user"); it != host.facts.end()) {
-          vm["ssh_user"] = it->second;
+          vm.ssh_user = it->second;
         }
       }
-      instance["vm"] = vm;
+      instance.vm = vm;
     }
   }
   return manifest;
 }
 
 // up.json: what status, logs, stats, ssh and down read back.
-json up_state(const Scenario& scenario, const RunResult& result, const json& manifest) {
-  json hosts = json::array();
+UpState up_state(const Scenario& scenario, const RunResult& result,
+                 const InstanceManifest& manifest) {
+  UpState state{.scenario = fs::absolute(scenario.file).string(),
+                .name = scenario.name,
+                .run_token = result.run_token,
+                .run_dir = fs::absolute(result.run_dir).string(),
+                .up_since = iso8601(result.started),
+                .emulator_kind = scenario.emulator.kind,
+                .instances = manifest.instances};
   for (const auto& host : result.hosts) {
-    hosts.push_back({{"name", host.name},
-                     {"provider", host.provider},
-                     {"address", host.address},
-                     {"facts", host.facts}});
+    state.hosts.push_back(UpHost{.name = host.name,
+                                 .provider = host.provider,
+                                 .address = host.address,
+                                 .facts = host.facts});
   }
-  return {{"scenario", fs::absolute(scenario.file).string()},
-          {"name", scenario.name},
-          {"run_token", result.run_token},
-          {"run_dir", fs::absolute(result.run_dir).string()},
-          {"up_since", iso8601(result.started)},
-          {"emulator_kind", scenario.emulator.kind},
-          {"hosts", hosts},
-          {"instances", manifest["instances"]}};
+  return state;
 }
 
-void print_up(const Scenario& scenario, const RunResult& result, const json& state,
+void print_up(const Scenario& scenario, const RunResult& result, const UpState& state,
               const StateFlags& flags) {
   fmt::print("\n{} is up (run {}):\n", scenario.name, result.run_token);
   for (const auto& host : result.hosts) {
     fmt::print("  host {:<10} {:<9} {}\n", host.name, host.provider, host.address);
   }
-  for (const auto& instance : state["instances"]) {
-    const std::string on = instance.value("on", "local");
-    fmt::print("  instance {} {:<8} pid {}  {}{}\n", instance["id"].get<int>(),
-               instance["role"].get<std::string>(), instance["pid"].get<long>(),
-               instance["socket"].get<std::string>(), on == "local" ? "" : " on " + on);
+  for (const auto& instance : state.instances) {
+    const std::string on = instance.on.value_or(kThisMachine);
+    fmt::print("  instance {} {:<8} pid {}  {}{}\n", instance.id, instance.role, instance.pid,
+               instance.socket, on == kThisMachine ? "" : " on " + on);
   }
-  if (!state["instances"].empty()) {
+  if (!state.instances.empty()) {
     fmt::print("  stats in {}/ID.stats, logs in {}/ID.log\n", flags.state_dir,
-               state["log_dir"].get<std::string>());
+               state.log_dir.value_or(""));
   }
   std::string state_option =
       flags.state_dir == StateFlags::default_state_dir() ? "" : " --state-dir " + flags.state_dir;
@@ -98,7 +98,7 @@ void print_up(const Scenario& scenario, const RunResult& result, const json& sta
   if (!result.hosts.empty()) {
     fmt::print("  ernicctl ssh{} {}\n", state_option, result.hosts.front().name);
   }
-  if (!state["instances"].empty()) {
+  if (!state.instances.empty()) {
     fmt::print("  ernicctl logs{} 1\n", state_option);
   }
   fmt::print("  ernicctl status{}\n  ernicctl down{}\n", state_option, state_option);
@@ -115,8 +115,7 @@ int up(const UpFlags& flags, const Platform& platform) {
   }
   if (auto state = read_state(flags)) {
     std::cerr << fmt::format("{} says scenario {} is up (run {}); run `ernicctl down` first\n",
-                             state_file(flags).string(), (*state)["scenario"].get<std::string>(),
-                             (*state)["run_token"].get<std::string>());
+                             state_file(flags).string(), state->scenario, state->run_token);
     return kExitBadInput;
   }
   auto scenario = load_or_report(platform, flags.scenario, flags.sets);
@@ -138,18 +137,18 @@ int up(const UpFlags& flags, const Platform& platform) {
                              result.run_dir.string());
     return result.status == RunStatus::kIncomplete ? kExitInterrupted : kExitFailed;
   }
-  json manifest = harness_manifest(*scenario, result);
-  json state = up_state(*scenario, result, manifest);
+  InstanceManifest manifest = harness_manifest(*scenario, result);
+  UpState state = up_state(*scenario, result, manifest);
   fs::path log_dir = fs::absolute(instance_log_dir(flags, flags.log_dir));
-  state["log_dir"] = log_dir.string();
-  state["log_dir_created"] = !fs::exists(log_dir);
-  InstanceLinks linked = link_instance_files(manifest["instances"], flags.state_dir, log_dir);
-  state["instance_files"] = linked.links;
+  state.log_dir = log_dir.string();
+  state.log_dir_created = !fs::exists(log_dir);
+  InstanceLinks linked = link_instance_files(manifest.instances, flags.state_dir, log_dir);
+  state.instance_files = linked.links;
   for (const auto& problem : linked.problems) {
     std::cerr << "warning: " << problem << "\n";
   }
-  write_atomically(manifest_file(flags), manifest);
-  write_atomically(state_file(flags), state);
+  write_instance_manifest(manifest_file(flags), manifest);
+  write_up_state(state_file(flags), state);
   print_up(*scenario, result, state, flags);
   return kExitOk;
 }
