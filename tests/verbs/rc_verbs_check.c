@@ -37,18 +37,18 @@
 #include <unistd.h>
 
 enum {
-  kPort = 1,                         // the device's one port
-  kMaxSize = 8 << 20,                // the largest transfer
-  kGuard = 4096,                     // bytes after each transfer that must stay untouched
-  kRegion = kMaxSize + kGuard,       // one transfer's place in the buffer
-  kBufferSize = 3 * kRegion,         // SEND, WRITE and READ each have a region
-  kMainDepth = 64,                   // the main QP's send and receive queue depth
-  kAuxDepth = 8,                     // the depth of the QPs made for error checks
-  kInfoSize = 128,                   // the text exchanged to connect a QP pair
-  kLabelSize = 32,                   // a sync point's label
-  kCompletionSeconds = 10,           // how long any completion may take
-  kPeerSeconds = 60,                 // how long the peer may take to reach a sync point
-  kConnectSeconds = 20,              // how long the client retries a refused connection
+  kPort = 1,                    // the device's one port
+  kMaxSize = 8 << 20,           // the largest transfer
+  kGuard = 4096,                // bytes after each transfer that must stay untouched
+  kRegion = kMaxSize + kGuard,  // one transfer's place in the buffer
+  kBufferSize = 3 * kRegion,    // SEND, WRITE and READ each have a region
+  kMainDepth = 64,              // the main QP's send and receive queue depth
+  kAuxDepth = 8,                // the depth of the QPs made for error checks
+  kInfoSize = 128,              // the text exchanged to connect a QP pair
+  kLabelSize = 32,              // a sync point's label
+  kCompletionSeconds = 10,      // how long any completion may take
+  kPeerSeconds = 60,            // how long the peer may take to reach a sync point
+  kConnectSeconds = 20,         // how long the client retries a refused connection
 };
 
 static const uint8_t kGuardByte = 0xA5;
@@ -243,8 +243,7 @@ static void connect_to(const char* host, const char* port) {
   const struct sockaddr_in* address = (const struct sockaddr_in*)found->ai_addr;
   if ((ntohl(address->sin_addr.s_addr) >> 24) != 127) {
     freeaddrinfo(found);
-    fail("%s is not a loopback address: this check talks to its server on this machine only",
-         host);
+    fail("%s is not a loopback address: this check talks to its server on this machine only", host);
   }
   // The server may not listen yet: retry a refused connection for a while.
   const double deadline = now_seconds() + kConnectSeconds;
@@ -257,8 +256,7 @@ static void connect_to(const char* host, const char* port) {
     close(g_sock);
     if (now_seconds() > deadline) {
       freeaddrinfo(found);
-      fail("cannot connect to %s:%s within %d s: %s", host, port, kConnectSeconds,
-           strerror(why));
+      fail("cannot connect to %s:%s within %d s: %s", host, port, kConnectSeconds, strerror(why));
     }
     usleep(50 * 1000);
   }
@@ -351,12 +349,18 @@ static void expect_no_completion(struct ibv_cq* cq, double seconds) {
 
 static const char* opcode_name(enum ibv_wc_opcode opcode) {
   switch (opcode) {
-    case IBV_WC_SEND: return "IBV_WC_SEND";
-    case IBV_WC_RDMA_WRITE: return "IBV_WC_RDMA_WRITE";
-    case IBV_WC_RDMA_READ: return "IBV_WC_RDMA_READ";
-    case IBV_WC_RECV: return "IBV_WC_RECV";
-    case IBV_WC_RECV_RDMA_WITH_IMM: return "IBV_WC_RECV_RDMA_WITH_IMM";
-    default: return "another opcode";
+    case IBV_WC_SEND:
+      return "IBV_WC_SEND";
+    case IBV_WC_RDMA_WRITE:
+      return "IBV_WC_RDMA_WRITE";
+    case IBV_WC_RDMA_READ:
+      return "IBV_WC_RDMA_READ";
+    case IBV_WC_RECV:
+      return "IBV_WC_RECV";
+    case IBV_WC_RECV_RDMA_WITH_IMM:
+      return "IBV_WC_RECV_RDMA_WITH_IMM";
+    default:
+      return "another opcode";
   }
 }
 
@@ -497,12 +501,10 @@ static void create_endpoint(struct device* d, struct endpoint* e, uint32_t depth
       .qp_state = IBV_QPS_INIT,
       .pkey_index = 0,
       .port_num = kPort,
-      .qp_access_flags =
-          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+      .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
   };
-  const int error = ibv_modify_qp(e->qp, &init,
-                                  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                      IBV_QP_ACCESS_FLAGS);
+  const int error = ibv_modify_qp(
+      e->qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
   if (error != 0) {
     fail("ibv_modify_qp(RESET->INIT): %s", strerror(error));
   }
@@ -510,9 +512,11 @@ static void create_endpoint(struct device* d, struct endpoint* e, uint32_t depth
 
 // Tells the peer about e (and the memory `addr`/`rkey`), learns about its QP, and moves e to RTS.
 static void connect_endpoint(struct device* d, struct endpoint* e, uint64_t addr, uint32_t rkey) {
-  const struct remote local = {
-      .qpn = e->qp->qp_num, .psn = (uint32_t)(lrand48() & 0xffffff), .gid = d->gid,
-      .addr = addr, .rkey = rkey};
+  const struct remote local = {.qpn = e->qp->qp_num,
+                               .psn = (uint32_t)(lrand48() & 0xffffff),
+                               .gid = d->gid,
+                               .addr = addr,
+                               .rkey = rkey};
   exchange(&local, &e->peer);
   struct ibv_qp_attr rtr = {
       .qp_state = IBV_QPS_RTR,
@@ -523,13 +527,13 @@ static void connect_endpoint(struct device* d, struct endpoint* e, uint64_t addr
       .min_rnr_timer = 12,
       .ah_attr = {.is_global = 1,
                   .port_num = kPort,
-                  .grh = {.dgid = e->peer.gid, .sgid_index = (uint8_t)d->gid_index,
+                  .grh = {.dgid = e->peer.gid,
+                          .sgid_index = (uint8_t)d->gid_index,
                           .hop_limit = 1}},
   };
   int error = ibv_modify_qp(e->qp, &rtr,
                             IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-                                IBV_QP_MIN_RNR_TIMER);
+                                IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
   if (error != 0) {
     fail("ibv_modify_qp(INIT->RTR): %s", strerror(error));
   }
@@ -730,12 +734,11 @@ static void expect_qp_refused(struct device* d, struct ibv_qp_init_attr* attr, i
   if (qp != NULL) {
     const uint32_t qpn = qp->qp_num;
     ibv_destroy_qp(qp);
-    fail("ibv_create_qp succeeded (QP 0x%x), expected NULL with errno %s", qpn,
-         strerror(expected));
+    fail("ibv_create_qp succeeded (QP 0x%x), expected NULL with errno %s", qpn, strerror(expected));
   }
   if (errno != expected) {
-    fail("ibv_create_qp returned NULL with errno %d (%s), expected %d (%s)", errno,
-         strerror(errno), expected, strerror(expected));
+    fail("ibv_create_qp returned NULL with errno %d (%s), expected %d (%s)", errno, strerror(errno),
+         expected, strerror(expected));
   }
 }
 
@@ -809,12 +812,11 @@ static void local_contract(struct device* d, struct endpoint* main_qp) {
   if (qp == NULL) {
     fail("ibv_create_qp: %s", strerror(errno));
   }
-  struct ibv_qp_attr init = {.qp_state = IBV_QPS_INIT, .port_num = kPort,
-                             .qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
+  struct ibv_qp_attr init = {
+      .qp_state = IBV_QPS_INIT, .port_num = kPort, .qp_access_flags = IBV_ACCESS_REMOTE_WRITE};
   expect_errno("ibv_modify_qp(RESET->INIT)",
                ibv_modify_qp(qp, &init,
-                             IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                 IBV_QP_ACCESS_FLAGS),
+                             IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
                0);
   struct endpoint in_init = {.cq = cq, .qp = qp, .peer = main_qp->peer};
 
@@ -834,9 +836,12 @@ static void local_contract(struct device* d, struct endpoint* main_qp) {
   pass();
 
   begin("ibv_modify_qp INIT->RTR without IBV_QP_AV -> EINVAL");
-  rtr = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR, .path_mtu = d->mtu,
-                             .dest_qp_num = main_qp->peer.qpn, .rq_psn = 0,
-                             .max_dest_rd_atomic = 1, .min_rnr_timer = 12};
+  rtr = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR,
+                             .path_mtu = d->mtu,
+                             .dest_qp_num = main_qp->peer.qpn,
+                             .rq_psn = 0,
+                             .max_dest_rd_atomic = 1,
+                             .min_rnr_timer = 12};
   expect_errno("ibv_modify_qp",
                ibv_modify_qp(qp, &rtr,
                              IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
@@ -856,8 +861,7 @@ static void local_contract(struct device* d, struct endpoint* main_qp) {
     struct ibv_sge sge = sge_of(d, region(0) + i, 1);
     expect_errno("ibv_post_send (filling the queue)",
                  try_post_send(main_qp, 100 + i, IBV_WR_RDMA_WRITE, &sge, 1,
-                               main_qp->peer.addr + region(1) + i, main_qp->peer.rkey,
-                               &bad_send),
+                               main_qp->peer.addr + region(1) + i, main_qp->peer.rkey, &bad_send),
                  0);
   }
   struct ibv_sge extra = sge_of(d, region(0), 1);
