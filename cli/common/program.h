@@ -11,7 +11,7 @@ struct Program {
   std::string debian_package;
   // What does without it, for the message that says it is missing ("or measure with ...");
   // empty when nothing does.
-  std::string instead;
+  std::string instead = {};
 };
 
 }  // namespace ernic
