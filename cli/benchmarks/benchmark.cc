@@ -6,6 +6,11 @@
 
 namespace ernic {
 
+std::string host_fact(const HostFacts& facts, const std::string& key) {
+  auto found = facts.find(key);
+  return found == facts.end() ? "" : found->second;
+}
+
 std::string paired_tool_error(std::string_view client_error, const CommandResult& client,
                               std::string_view server_error) {
   if (!client_error.empty()) {

@@ -38,6 +38,8 @@ class PointParams {
 // Facts setup steps learned about a host (rdma device name, GID index, ...), read by
 // benchmark modules when they build command lines.
 using HostFacts = std::map<std::string, std::string>;
+// The fact named `key`, or "" when the host has none.
+std::string host_fact(const HostFacts& facts, const std::string& key);
 
 // When a command's stdout arrived: the executor notes every chunk as it comes (OutputSink),
 // so that a module can tell when a line it recognises was printed (rung 2's time to the first

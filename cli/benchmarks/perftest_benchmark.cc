@@ -23,11 +23,6 @@ namespace {
 constexpr std::uint64_t kBadgeSize = 1048576;  // rocm-ernic's rdma_bw_GBs badge: send bw, 1 MiB
 constexpr const char* kLoadGenerator = "load-generator";
 
-std::string fact(const HostFacts& facts, const std::string& key) {
-  auto found = facts.find(key);
-  return found == facts.end() ? "" : found->second;
-}
-
 std::vector<std::string> split_args(const std::string& text) {
   std::istringstream in(text);
   std::vector<std::string> words;
@@ -455,8 +450,8 @@ class PerftestBenchmark final : public Benchmark {
     bool generator =
         runs_load_generator(point, facts, server_address.empty() ? "server" : "client");
     if (generator) {
-      argv = {fact(facts, "ernicctl"), "perf", verb + "_" + mode, "--socket",
-              fact(facts, "perf_socket")};
+      argv = {host_fact(facts, "ernicctl"), "perf", verb + "_" + mode, "--socket",
+              host_fact(facts, "perf_socket")};
       // The load generator's out-of-band listener defaults to loopback; a server reached over a
       // test network (an SSH host attached to an instance) listens on its test address.
       if (server_address.empty() && point.server != nullptr &&
@@ -467,7 +462,7 @@ class PerftestBenchmark final : public Benchmark {
       argv = {perftest_program(verb, mode)};
       if (attached_to_instance(facts)) {
         argv.insert(argv.end(), {"-d", use_instance_device(facts, spec)});
-      } else if (std::string device = fact(facts, "rdma_device"); !device.empty()) {
+      } else if (std::string device = host_fact(facts, "rdma_device"); !device.empty()) {
         argv.insert(argv.end(), {"-d", device});
       }
       if (std::string gid = gid_index_for(facts, p); !gid.empty()) {

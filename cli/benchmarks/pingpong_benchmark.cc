@@ -10,11 +10,6 @@
 namespace ernic {
 namespace {
 
-std::string fact(const HostFacts& facts, const std::string& key) {
-  auto found = facts.find(key);
-  return found == facts.end() ? "" : found->second;
-}
-
 class PingpongBenchmark final : public Benchmark {
  public:
   std::optional<OutputParser> output_parser() const override { return pingpong_output_parser(); }
@@ -105,7 +100,7 @@ class PingpongBenchmark final : public Benchmark {
     spec.argv = {"ibv_rc_pingpong"};
     if (attached_to_instance(facts)) {
       spec.argv.insert(spec.argv.end(), {"-d", use_instance_device(facts, spec)});
-    } else if (std::string device = fact(facts, "rdma_device"); !device.empty()) {
+    } else if (std::string device = host_fact(facts, "rdma_device"); !device.empty()) {
       spec.argv.insert(spec.argv.end(), {"-d", device});
     }
     if (std::string gid = gid_index_for(facts, p); !gid.empty()) {
