@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 namespace ernic {
 namespace {
@@ -27,6 +28,7 @@ fs::path directory_of(const fs::path& path) {
 // that a killed writer with the same pid left behind. Removed unless released by the rename.
 class Temporary {
  public:
+  // open_error() says whether it could be created.
   explicit Temporary(const fs::path& target) {
     static std::atomic<unsigned> counter{0};
     for (;;) {
@@ -37,10 +39,13 @@ class Temporary {
         return;
       }
       if (errno != EEXIST) {
-        throw write_error(target, errno);
+        open_error_ = errno;
+        path_.clear();
+        return;
       }
     }
   }
+  int open_error() const { return open_error_; }
   ~Temporary() {
     close_quietly();
     if (!path_.empty()) {
@@ -71,6 +76,7 @@ class Temporary {
 
   fs::path path_;
   int fd_ = -1;
+  int open_error_ = 0;
 };
 
 // Writes all of `content`; the errno of the first failed write(2), or 0.
@@ -99,30 +105,42 @@ int fsync_retrying(int fd) {
 
 }  // namespace
 
-void sync_parent_directory(const fs::path& path) {
-  fs::path directory = directory_of(path);
-  int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+// The errno of opening or syncing the directory that holds `path`, or 0.
+int sync_directory_of(const fs::path& path) {
+  int fd = ::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
-    throw write_error(path, errno);
+    return errno;
   }
   int error = fsync_retrying(fd);
   ::close(fd);
-  if (error != 0) {
+  return error;
+}
+
+void sync_parent_directory(const fs::path& path) {
+  if (int error = sync_directory_of(path); error != 0) {
     throw write_error(path, error);
   }
 }
 
-void write_file_durably(const fs::path& path, std::string_view content,
-                        const DurableWriteOptions& options) {
+// No exception on the way: a writer that only reports (an instance's stats file) calls this at
+// the descriptor limit, where a sanitizer's runtime cannot even check an exception's type.
+std::string write_file_durably_or_reason(const fs::path& path, std::string_view content,
+                                         const DurableWriteOptions& options) {
+  const auto reason = [&](int error) {
+    return fmt::format("cannot write {}: {}", path.string(), std::strerror(error));
+  };
   if (path.has_parent_path()) {
     std::error_code failed;
     fs::create_directories(path.parent_path(), failed);
     if (failed) {
-      throw FileWriteError(fmt::format("cannot write {}: cannot create {}: {}", path.string(),
-                                       path.parent_path().string(), failed.message()));
+      return fmt::format("cannot write {}: cannot create {}: {}", path.string(),
+                         path.parent_path().string(), failed.message());
     }
   }
   Temporary temporary(path);
+  if (temporary.open_error() != 0) {
+    return reason(temporary.open_error());
+  }
   int error = write_all(temporary.fd(), content);
   if (error == 0 && options.permissions &&
       ::fchmod(temporary.fd(), static_cast<mode_t>(*options.permissions)) != 0) {
@@ -138,22 +156,22 @@ void write_file_durably(const fs::path& path, std::string_view content,
     error = errno;
   }
   if (error != 0) {
-    throw write_error(path, error);
+    return reason(error);
   }
   temporary.release();
   if (options.durability == Durability::kRecord) {
-    sync_parent_directory(path);
-  }
-}
-
-std::string write_file_durably_or_reason(const fs::path& path, std::string_view content,
-                                         const DurableWriteOptions& options) {
-  try {
-    write_file_durably(path, content, options);
-  } catch (const FileWriteError& e) {
-    return e.what();
+    if (int synced = sync_directory_of(path); synced != 0) {
+      return reason(synced);
+    }
   }
   return "";
+}
+
+void write_file_durably(const fs::path& path, std::string_view content,
+                        const DurableWriteOptions& options) {
+  if (std::string reason = write_file_durably_or_reason(path, content, options); !reason.empty()) {
+    throw FileWriteError(reason);
+  }
 }
 
 }  // namespace ernic
