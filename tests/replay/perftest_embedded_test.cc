@@ -32,7 +32,8 @@ benchmarks:
     server: server
     client: client
     timeout: 60s
-    params: {{verb: send, mode: [bw, lat], size: [4KiB, 1MiB], iterations: 100}}
+    params: {{program: load-generator, verb: send, mode: [bw, lat], size: [4KiB, 1MiB],
+              iterations: 100}}
 history:
   path: {}
 )",
