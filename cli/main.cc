@@ -5,15 +5,16 @@
 
 #include <iostream>
 
+#include "base/command_context.h"
+#include "base/version.h"
+#include "builtin_platform.h"
 #include "commands/commands.h"
 #include "commands/doctor_command.h"
+#include "commands/emulator_commands.h"
 #include "commands/image_command.h"
 #include "commands/overview.h"
-#include "common/command_context.h"
-#include "common/version.h"
-#include "emulator_commands.h"
-#include "platform/platform.h"
 #include "report_commands.h"
+#include "scenario/platform.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"ernicctl: runs, brings up and reports ERNIC emulated RDMA NIC scenarios"};

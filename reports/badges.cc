@@ -5,7 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "common/durable_file.h"
+#include "base/durable_file.h"
 
 namespace ernic::reports {
 namespace {

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "test_support/fixtures.h"
+#include "testing/fixtures.h"
 
 using namespace ernic::reports;
 using ernic::reports::testing::TempDir;

@@ -15,7 +15,7 @@
 #include "run_index.h"
 #include "site.h"
 #include "synthetic_history.h"
-#include "test_support/fixtures.h"
+#include "testing/fixtures.h"
 
 using namespace ernic::reports;
 using ernic::reports::testing::TempDir;

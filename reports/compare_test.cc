@@ -8,7 +8,7 @@
 #include "history/history_file.h"
 #include "history/history_record.h"
 #include "history/statistics.h"
-#include "test_support/fixtures.h"
+#include "testing/fixtures.h"
 
 using namespace ernic::reports;
 using ernic::reports::testing::TempDir;

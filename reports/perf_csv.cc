@@ -7,7 +7,7 @@
 #include <tuple>
 #include <utility>
 
-#include "common/durable_file.h"
+#include "base/durable_file.h"
 #include "history/statistics.h"
 
 namespace ernic::reports {

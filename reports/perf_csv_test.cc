@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "history/statistics.h"
-#include "test_support/fixtures.h"
+#include "testing/fixtures.h"
 
 using namespace ernic::reports;
 

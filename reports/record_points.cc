@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "common/units.h"
+#include "base/units.h"
 
 namespace ernic::reports {
 namespace {

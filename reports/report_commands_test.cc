@@ -3,7 +3,7 @@
 
 #include "history/history_file.h"
 #include "synthetic_history.h"
-#include "test_support/fixtures.h"
+#include "testing/fixtures.h"
 
 using namespace ernic::reports;
 using ernic::reports::testing::run_ernicctl;

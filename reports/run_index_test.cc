@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "history/history_file.h"
-#include "test_support/fixtures.h"
+#include "testing/fixtures.h"
 
 using namespace ernic::reports;
 using ernic::Badge;

@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 #include <map>
 
-#include "test_support/fixtures.h"
-#include "test_support/xml_check.h"
+#include "testing/fixtures.h"
+#include "testing/xml_check.h"
 
 using namespace ernic::reports;
 

@@ -11,8 +11,8 @@
 #include <unordered_map>
 
 #include "badges.h"
-#include "common/durable_file.h"
-#include "common/version.h"
+#include "base/durable_file.h"
+#include "base/version.h"
 #include "history/statistics.h"
 #include "markup.h"
 #include "record_points.h"

@@ -10,8 +10,8 @@
 
 #include "history/history_file.h"
 #include "synthetic_history.h"
-#include "test_support/fixtures.h"
-#include "test_support/xml_check.h"
+#include "testing/fixtures.h"
+#include "testing/xml_check.h"
 
 using namespace ernic::reports;
 using ernic::reports::testing::TempDir;

@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "test_support/xml_check.h"
+#include "testing/xml_check.h"
 
 using namespace ernic::reports;
 

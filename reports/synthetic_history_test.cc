@@ -5,7 +5,7 @@
 #include "history_tools.h"
 #include "record_points.h"
 #include "run_index.h"
-#include "test_support/fixtures.h"
+#include "testing/fixtures.h"
 
 using namespace ernic::reports;
 

@@ -9,11 +9,11 @@
 #include <string_view>
 #include <vector>
 
+#include "base/program.h"
+#include "base/schema.h"
 #include "benchmarks/parser.h"
-#include "common/program.h"
 #include "history/distribution.h"
 #include "hosts/host.h"
-#include "scenario/schema.h"
 
 namespace ernic {
 
@@ -140,7 +140,7 @@ struct PointSummary {
 
 // A benchmark tool, with PerfKit Benchmarker's life cycle: prepare, run (the executor's
 // server/client choreography around commands()), parse, cleanup. Adding a tool means adding
-// one module file, its test and one line in platform/platform.cc.
+// one module file, its test and one line in builtin_platform.cc.
 class Benchmark {
  public:
   virtual ~Benchmark() = default;

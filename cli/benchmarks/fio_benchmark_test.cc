@@ -3,7 +3,8 @@
 #include <sstream>
 
 #include "benchmarks/registry.h"
-#include "platform/platform.h"
+#include "builtin_platform.h"
+#include "scenario/platform.h"
 
 #include "samples.h"
 

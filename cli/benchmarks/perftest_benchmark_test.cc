@@ -7,7 +7,8 @@
 #include <stdexcept>
 
 #include "benchmarks/registry.h"
-#include "platform/platform.h"
+#include "builtin_platform.h"
+#include "scenario/platform.h"
 
 #include "samples.h"
 

@@ -3,9 +3,10 @@
 #include <thread>
 
 #include "benchmarks/registry.h"
+#include "builtin_platform.h"
 #include "hosts/local_host.h"
-#include "platform/platform.h"
 #include "run/port_block.h"
+#include "scenario/platform.h"
 
 namespace ernic {
 namespace {

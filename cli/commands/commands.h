@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/command_context.h"
+#include "base/command_context.h"
 #include "plan/plan.h"
 #include "run/executor.h"
 #include "scenario/scenario.h"

@@ -2,7 +2,7 @@
 
 #include "benchmarks/benchmark.h"
 #include "hosts/provider.h"
-#include "platform/platform.h"
+#include "scenario/platform.h"
 #include "setup/setup_step.h"
 
 #include <fmt/format.h>
@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "commands/doctor_probe.h"
-#include "hosts/libvirt_accel.h"
+#include "hosts/libvirt/libvirt_accel.h"
 #include "image/image_builder.h"
 
 namespace ernic {

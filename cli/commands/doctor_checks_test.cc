@@ -5,9 +5,10 @@
 #include <set>
 #include <stdexcept>
 
+#include "builtin_platform.h"
 #include "commands/doctor_probe.h"
 #include "commands/doctor_targets.h"
-#include "platform/platform.h"
+#include "scenario/platform.h"
 #include "scenario/scenario_loader.h"
 
 namespace ernic {

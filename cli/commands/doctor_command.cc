@@ -12,7 +12,7 @@
 #include "commands/doctor_checks.h"
 #include "commands/doctor_probe.h"
 #include "commands/doctor_targets.h"
-#include "hosts/ssh_host.h"
+#include "hosts/ssh/ssh_host.h"
 #include "scenario/scenario_loader.h"
 
 namespace ernic {

@@ -10,10 +10,10 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "base/local_process.h"
 #include "benchmarks/tool_text.h"
 #include "hosts/host.h"
-#include "hosts/libvirt_connection.h"
-#include "image/local_process.h"
+#include "hosts/libvirt/libvirt_connection.h"
 
 namespace ernic {
 namespace fs = std::filesystem;

@@ -7,10 +7,10 @@
 #include <charconv>
 #include <stdexcept>
 
-#include "hosts/ssh_provider.h"
-#include "scenario/config_value.h"
+#include "base/config_value.h"
+#include "base/schema.h"
+#include "hosts/ssh/ssh_provider.h"
 #include "scenario/scenario.h"
-#include "scenario/schema.h"
 
 namespace ernic {
 namespace {

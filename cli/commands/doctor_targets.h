@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "hosts/ssh_connection.h"
+#include "hosts/ssh/ssh_connection.h"
 
 namespace ernic {
 

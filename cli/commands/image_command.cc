@@ -5,7 +5,7 @@
 #include <iostream>
 #include <memory>
 
-#include "common/interrupt.h"
+#include "base/interrupt.h"
 #include "image/image_builder.h"
 #include "image/recipe.h"
 

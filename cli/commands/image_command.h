@@ -2,7 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "common/command_context.h"
+#include "base/command_context.h"
 
 namespace ernic {
 

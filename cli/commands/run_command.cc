@@ -3,18 +3,18 @@
 
 #include <iostream>
 
+#include "base/interrupt.h"
+#include "base/status.h"
+#include "base/units.h"
 #include "benchmarks/parser.h"
 #include "commands/bringup/bringup_state.h"
 #include "commands/commands.h"
 #include "commands/run_outputs.h"
-#include "common/interrupt.h"
-#include "common/units.h"
 #include "plan/plan.h"
 #include "plan/point_selection.h"
 #include "run/attachment.h"
 #include "run/command_runner.h"
 #include "run/executor.h"
-#include "run/status.h"
 #include "scenario/scenario_loader.h"
 
 namespace ernic {

@@ -11,11 +11,11 @@
 #include <fstream>
 #include <iostream>
 
-#include "common/durable_file.h"
+#include "base/durable_file.h"
 #include "history/history_file.h"
-#include "history/record.h"
 #include "perf_csv.h"
 #include "run/fairness.h"
+#include "run/record.h"
 #include "run_summary.h"
 
 namespace ernic {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "history/test_run.h"
+#include "run/testing/test_run.h"
 
 namespace ernic {
 namespace {

@@ -1,7 +1,7 @@
 #include <iostream>
 
+#include "base/command_context.h"
 #include "commands/commands.h"
-#include "common/command_context.h"
 #include "scenario/scenario_json_schema.h"
 
 namespace ernic {

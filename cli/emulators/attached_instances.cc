@@ -8,34 +8,22 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "base/subprocess.h"
 #include "emulators/instance_machines.h"
-#include "run/leftovers.h"
 #include "supervisor.h"
 
 namespace ernic {
 namespace {
-using nlohmann::json;
-
-std::string text_at(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-std::string describe_instance(const json& instance) {
-  return fmt::format("instance {} ({}, pid {})", instance.value("id", 0),
-                     instance.value("role", std::string("?")), instance.value("pid", 0L));
-}
-
 // An SSH round trip per check: instances on other machines are looked at this often at most.
 constexpr auto kRemoteCheckInterval = std::chrono::seconds(2);
 
 class AttachedInstances final : public RunningEmulator {
  public:
-  AttachedInstances(std::string kind, json instances)
+  AttachedInstances(std::string kind, std::vector<ManifestInstance> instances)
       : kind_(std::move(kind)), instances_(std::move(instances)) {
     for (const auto& instance : instances_) {
-      if (auto remote = remote_instance_of(instance)) {
-        remote_.push_back(std::move(*remote));
+      if (instance.remote) {
+        remote_.push_back(*instance.remote);
       }
     }
   }
@@ -44,24 +32,22 @@ class AttachedInstances final : public RunningEmulator {
   std::string check_alive() override {
     std::lock_guard lock(mutex_);
     for (const auto& instance : instances_) {
-      if (!instance.contains("remote") && !process_running(instance.value("pid", pid_t{0}))) {
+      if (!instance.remote && !process_running(instance.pid)) {
         return fmt::format("{}, left running by `ernicctl up`, is gone; last log lines:{}",
-                           describe_instance(instance),
-                           emu::Supervisor::tail(text_at(instance, "log"), 10));
+                           instance.describe(), emu::Supervisor::tail(instance.log, 10));
       }
     }
     if (std::string dead = check_remote(); !dead.empty()) {
       return dead;
     }
     for (const auto& instance : instances_) {
-      if (instance.contains("remote")) {
+      if (instance.remote) {
         continue;
       }
-      const auto stats = emu::Supervisor::read_stats(text_at(instance, "stats"));
+      const auto stats = emu::Supervisor::read_stats(instance.stats);
       if (auto lost = stats.find("mesh_nodes_lost"); lost != stats.end() && lost->second != "0") {
-        return fmt::format("{} lost {} mesh peer(s); last log lines:{}",
-                           describe_instance(instance), lost->second,
-                           emu::Supervisor::tail(text_at(instance, "log"), 10));
+        return fmt::format("{} lost {} mesh peer(s); last log lines:{}", instance.describe(),
+                           lost->second, emu::Supervisor::tail(instance.log, 10));
       }
     }
     return "";
@@ -71,10 +57,10 @@ class AttachedInstances final : public RunningEmulator {
   HostFacts facts_for(int instance) const override {
     throw std::out_of_range(fmt::format("instance {} is attached, not started", instance));
   }
-  json record() const override {
+  nlohmann::json record() const override {
     return {{"kind", kind_}, {"attached", true}, {"instances", instances_}};
   }
-  json manifest() const override { return {{"instances", instances_}}; }
+  InstanceManifest manifest() const override { return InstanceManifest{.instances = instances_}; }
 
  private:
   // Instances on other machines, through a login to each (made again when it was lost): a
@@ -123,7 +109,7 @@ class AttachedInstances final : public RunningEmulator {
   }
 
   std::string kind_;
-  json instances_;
+  std::vector<ManifestInstance> instances_;
   std::vector<RemoteInstance> remote_;
   std::mutex mutex_;
   std::map<std::string, std::unique_ptr<Host>> machines_;
@@ -132,22 +118,23 @@ class AttachedInstances final : public RunningEmulator {
 
 }  // namespace
 
-std::unique_ptr<RunningEmulator> attached_instances(std::string kind, json instances) {
+std::unique_ptr<RunningEmulator> attached_instances(std::string kind,
+                                                    std::vector<ManifestInstance> instances) {
   return std::make_unique<AttachedInstances>(std::move(kind), std::move(instances));
 }
 
-std::unique_ptr<RunningEmulator> EmulatorKind::attach(const nlohmann::json& instances,
-                                                      EmulatorContext& /*context*/) {
+std::unique_ptr<RunningEmulator> EmulatorKind::attach(
+    const std::vector<ManifestInstance>& instances, EmulatorContext& /*context*/) {
   return attached_instances(std::string(name()), instances);
 }
 
-std::vector<std::string> rebuilt_instance_programs(const json& instances) {
+std::vector<std::string> rebuilt_instance_programs(const std::vector<ManifestInstance>& instances) {
   std::vector<std::string> rebuilt;
   for (const auto& instance : instances) {
-    if (instance.contains("remote")) {
+    if (instance.remote) {
       continue;  // its pid is another machine's
     }
-    const std::string exe = fmt::format("/proc/{}/exe", instance.value("pid", 0L));
+    const std::string exe = fmt::format("/proc/{}/exe", instance.pid);
     std::error_code unreadable;
     std::string program = std::filesystem::read_symlink(exe, unreadable).string();
     if (unreadable) {
@@ -164,8 +151,8 @@ std::vector<std::string> rebuilt_instance_programs(const json& instances) {
     }
     if (::stat(program.c_str(), &on_disk) != 0 || on_disk.st_ino != running.st_ino ||
         on_disk.st_dev != running.st_dev) {
-      rebuilt.push_back(fmt::format("{} runs {}, rebuilt since it started",
-                                    describe_instance(instance), program));
+      rebuilt.push_back(
+          fmt::format("{} runs {}, rebuilt since it started", instance.describe(), program));
     }
   }
   return rebuilt;

@@ -9,7 +9,7 @@
 #include <optional>
 #include <random>
 
-#include "common/version.h"
+#include "base/version.h"
 #include "emulators/placed_instances.h"
 #include "emulators/registry.h"
 #include "supervisor.h"
@@ -54,20 +54,20 @@ class RunningEmbedded final : public RunningEmulator {
     }
     return {{"kind", "embedded"}, {"version", ernic_version()}, {"instances", instances}};
   }
-  nlohmann::json manifest() const override {
-    nlohmann::json instances = nlohmann::json::array();
+  InstanceManifest manifest() const override {
+    InstanceManifest manifest;
     for (const auto& info : supervisor_->instances()) {
-      instances.push_back({{"id", info.id},
-                           {"role", info.role},
-                           {"pid", info.pid},
-                           {"mac", info.mac},
-                           {"socket", info.socket.string()},
-                           {"gids", info.gids},
-                           {"log", info.log.string()},
-                           {"stats", info.stats.string()},
-                           {"vm", {{"attached", false}}}});
+      manifest.instances.push_back(ManifestInstance{.id = info.id,
+                                                    .role = info.role,
+                                                    .pid = info.pid,
+                                                    .mac = info.mac,
+                                                    .socket = info.socket.string(),
+                                                    .gids = info.gids,
+                                                    .log = info.log.string(),
+                                                    .stats = info.stats.string(),
+                                                    .vm = InstanceGuest{}});
     }
-    return {{"instances", instances}};
+    return manifest;
   }
   bool detach() override {
     supervisor_->detach();

@@ -8,11 +8,12 @@
 #include <string_view>
 #include <vector>
 
+#include "base/cleanup_stack.h"
+#include "base/config_value.h"
+#include "base/schema.h"
 #include "benchmarks/benchmark.h"
+#include "emulators/instance_manifest.h"
 #include "hosts/host.h"
-#include "run/cleanup_stack.h"
-#include "scenario/config_value.h"
-#include "scenario/schema.h"
 
 namespace ernic {
 
@@ -28,9 +29,8 @@ class RunningEmulator {
   virtual HostFacts facts_for(int instance) const = 0;
   // What the history record says about the instances.
   virtual nlohmann::json record() const = 0;
-  // The instances in the manifest format of rocm-ernic's service layer:
-  // {"instances":[{"id":1,"role":"manager","pid":..,"mac":..,"socket":..,"log":..,"stats":..}]}.
-  virtual nlohmann::json manifest() const = 0;
+  // The instances as rocm-ernic's service layer lists them (instance_manifest.h).
+  virtual InstanceManifest manifest() const = 0;
   // Leaves the instances running after ernicctl exits (`ernicctl up`). False when this kind
   // cannot: its instances die with ernicctl.
   virtual bool detach() { return false; }
@@ -81,7 +81,7 @@ class EmulatorKind {
   // `ernicctl run --attach`: the instances `up` left (its manifest's `instances`), watched but
   // never stopped. By default they are watched by pid, log and stats file
   // (attached_instances.h).
-  virtual std::unique_ptr<RunningEmulator> attach(const nlohmann::json& instances,
+  virtual std::unique_ptr<RunningEmulator> attach(const std::vector<ManifestInstance>& instances,
                                                   EmulatorContext& context);
 };
 

@@ -13,9 +13,9 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "common/durable_file.h"
-#include "common/subprocess.h"
-#include "common/units.h"
+#include "base/durable_file.h"
+#include "base/subprocess.h"
+#include "base/units.h"
 #include "emulators/external_placed.h"
 #include "emulators/external_running.h"
 #include "emulators/registry.h"
@@ -388,8 +388,9 @@ class ExternalEmulator final : public EmulatorKind {
     }
     // For a person reading the run directory; the running instances are held in memory, so a full
     // run directory must not stop them.
-    if (auto reason = write_file_durably_or_reason(context.run_dir / "instances.json",
-                                                   external_manifest(instances).dump(2) + "\n");
+    if (auto reason =
+            write_file_durably_or_reason(context.run_dir / "instances.json",
+                                         instance_manifest_text(external_manifest(instances)));
         !reason.empty()) {
       std::cerr << "warning: " << reason << "\n";
     }

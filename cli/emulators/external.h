@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "scenario/config_value.h"
+#include "base/config_value.h"
 
 namespace ernic {
 

@@ -9,8 +9,8 @@
 #include <regex>
 #include <thread>
 
-#include "common/durable_file.h"
-#include "common/interrupt.h"
+#include "base/durable_file.h"
+#include "base/interrupt.h"
 #include "emulators/external_running.h"
 #include "hosts/local_host.h"
 
@@ -288,8 +288,8 @@ std::unique_ptr<RunningEmulator> start_placed_external(const ExternalSettings& s
   ExternalInstances instances(state->instances.begin(), state->instances.end());
   // For a person reading the run directory; the running instances are held in memory, so a full
   // run directory must not stop them.
-  if (auto reason = write_file_durably_or_reason(context.run_dir / "instances.json",
-                                                 external_manifest(instances).dump(2) + "\n");
+  if (auto reason = write_file_durably_or_reason(
+          context.run_dir / "instances.json", instance_manifest_text(external_manifest(instances)));
       !reason.empty()) {
     std::cerr << "warning: " << reason << "\n";
   }

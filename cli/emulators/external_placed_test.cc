@@ -6,8 +6,9 @@
 #include <filesystem>
 #include <string>
 
+#include "builtin_platform.h"
 #include "emulators/emulator_kind.h"
-#include "platform/platform.h"
+#include "scenario/platform.h"
 #include "scenario/scenario_loader.h"
 
 namespace ernic {

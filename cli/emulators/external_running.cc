@@ -5,7 +5,7 @@
 #include <deque>
 #include <sstream>
 
-#include "common/units.h"
+#include "base/units.h"
 
 namespace ernic {
 
@@ -62,26 +62,24 @@ void wait_ready(ExternalInstance& instance, const ExternalSettings& settings,
   }
 }
 
-nlohmann::json external_manifest(const ExternalInstances& instances) {
-  nlohmann::json list = nlohmann::json::array();
+InstanceManifest external_manifest(const ExternalInstances& instances) {
+  InstanceManifest manifest;
   for (const auto& instance : instances) {
     const ExternalInstancePlan& plan = instance->plan();
-    nlohmann::json entry = {{"id", plan.id},
-                            {"role", plan.role},
-                            {"pid", instance->pid()},
-                            {"mac", plan.mac},
-                            {"socket", plan.socket.string()},
-                            {"gids", plan.gids},
-                            {"log", plan.log.string()},
-                            {"stats", plan.stats.string()},
-                            // Filled in by whoever attaches a guest (`ernicctl up`).
-                            {"vm", {{"attached", false}}}};
-    if (!plan.on.empty()) {
-      entry["on"] = plan.on;
-    }
-    list.push_back(std::move(entry));
+    manifest.instances.push_back(
+        ManifestInstance{.id = plan.id,
+                         .role = plan.role,
+                         .on = plan.on.empty() ? std::nullopt : std::optional<std::string>(plan.on),
+                         .pid = instance->pid(),
+                         .mac = plan.mac,
+                         .socket = plan.socket.string(),
+                         .gids = plan.gids,
+                         .log = plan.log.string(),
+                         .stats = plan.stats.string(),
+                         // Filled in by whoever attaches a guest (`ernicctl up`).
+                         .vm = InstanceGuest{}});
   }
-  return {{"instances", list}};
+  return manifest;
 }
 
 HostFacts external_facts(const ExternalInstancePlan& plan) {
@@ -122,7 +120,7 @@ class RunningExternal final : public RunningEmulator {
     }
     throw std::out_of_range(fmt::format("no emulator instance {}", id));
   }
-  nlohmann::json manifest() const override { return external_manifest(instances_); }
+  InstanceManifest manifest() const override { return external_manifest(instances_); }
   bool detach() override {
     // All or none: an instance that cannot outlive ernicctl would leave a broken mesh.
     for (const auto& instance : instances_) {

@@ -62,7 +62,7 @@ void wait_ready(ExternalInstance& instance, const ExternalSettings& settings,
                 Clock::time_point deadline);
 
 // The manifest in rocm-ernic's service-layer format ({"instances":[{id, role, pid, ...}]}).
-nlohmann::json external_manifest(const ExternalInstances& instances);
+InstanceManifest external_manifest(const ExternalInstances& instances);
 // What a host attached to the planned instance learns of it.
 HostFacts external_facts(const ExternalInstancePlan& plan);
 

@@ -6,8 +6,8 @@
 #include <cctype>
 #include <thread>
 
-#include "common/edit_distance.h"
-#include "hosts/ssh_host.h"
+#include "base/edit_distance.h"
+#include "hosts/ssh/ssh_host.h"
 #include "supervisor.h"
 
 namespace ernic {
@@ -150,52 +150,6 @@ void prepare_machine_dir(Host& host, const std::string& on, const std::string& d
 }
 
 namespace {
-using nlohmann::json;
-
-json endpoint_record(const SshEndpoint& endpoint) {
-  return {{"host", endpoint.host},
-          {"port", endpoint.port},
-          {"user", endpoint.user},
-          {"key", endpoint.key.string()}};
-}
-
-SshEndpoint endpoint_of(const json& record) {
-  return SshEndpoint{.host = record.at("host").get<std::string>(),
-                     .port = record.at("port").get<std::uint16_t>(),
-                     .user = record.value("user", ""),
-                     .key = record.value("key", "")};
-}
-
-json ssh_record(const SshConnectOptions& options) {
-  json record = {{"target", endpoint_record(options.target)},
-                 {"known_hosts", options.known_hosts.string()},
-                 {"jump_known_hosts", options.jump_known_hosts.string()},
-                 {"host_key_policy", host_key_policy_name(options.host_key_policy)},
-                 {"connect_timeout_ms", options.connect_timeout.count()},
-                 {"keepalive_ms", options.keepalive.count()},
-                 {"alive_timeout_ms", options.alive_timeout.count()}};
-  if (options.jump) {
-    record["jump"] = endpoint_record(*options.jump);
-  }
-  return record;
-}
-
-SshConnectOptions ssh_options_of(const json& record, const std::string& label) {
-  SshConnectOptions options;
-  options.label = label;
-  options.target = endpoint_of(record.at("target"));
-  if (record.contains("jump")) {
-    options.jump = endpoint_of(record["jump"]);
-  }
-  options.known_hosts = record.value("known_hosts", "");
-  options.jump_known_hosts = record.value("jump_known_hosts", "");
-  options.host_key_policy = parse_host_key_policy(record.value("host_key_policy", "strict"))
-                                .value_or(HostKeyPolicy::kStrict);
-  options.connect_timeout = std::chrono::milliseconds(record.value("connect_timeout_ms", 10000));
-  options.keepalive = std::chrono::milliseconds(record.value("keepalive_ms", 5000));
-  options.alive_timeout = std::chrono::milliseconds(record.value("alive_timeout_ms", 5000));
-  return options;
-}
 
 // Whether the pid still is the instance: it runs, with the socket among its arguments.
 constexpr const char* kIsOurs =
@@ -212,42 +166,6 @@ CommandResult checked(Host& host, std::vector<std::string> argv, const std::stri
 }
 
 }  // namespace
-
-json remote_record(const RemoteInstance& remote) {
-  return {{"host", remote.on},
-          {"address", remote.address},
-          {"dir", remote.dir},
-          {"log", remote.log},
-          {"stats", remote.stats},
-          {"token_file", remote.token_file},
-          {"ssh", ssh_record(remote.ssh)}};
-}
-
-std::optional<RemoteInstance> remote_instance_of(const json& instance) {
-  if (!instance.contains("remote")) {
-    return std::nullopt;
-  }
-  const json& remote = instance["remote"];
-  try {
-    RemoteInstance found{.id = instance.value("id", 0),
-                         .role = instance.value("role", ""),
-                         .pid = instance.value("pid", pid_t{0}),
-                         .socket = instance.value("socket", ""),
-                         .on = remote.at("host").get<std::string>(),
-                         .address = remote.value("address", ""),
-                         .dir = remote.at("dir").get<std::string>(),
-                         .log = remote.value("log", ""),
-                         .stats = remote.value("stats", ""),
-                         .token_file = remote.value("token_file", ""),
-                         .ssh = {}};
-    found.ssh = ssh_options_of(remote.at("ssh"), found.on);
-    return found;
-  } catch (const json::exception& e) {
-    throw std::runtime_error(
-        fmt::format("emulator instance {} in the state has an unreadable `remote` entry: {}",
-                    instance.value("id", 0), e.what()));
-  }
-}
 
 std::unique_ptr<Host> reconnect(const RemoteInstance& remote) {
   return std::make_unique<SshHost>(remote.on, remote.address, remote.ssh);

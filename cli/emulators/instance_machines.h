@@ -21,7 +21,7 @@
 
 #include "emulators/emulator_kind.h"
 #include "emulators/instance_manifest.h"
-#include "hosts/ssh_connection.h"
+#include "hosts/ssh/ssh_connection.h"
 
 namespace ernic {
 
@@ -79,9 +79,6 @@ void prepare_machine_dir(Host& host, const std::string& on, const std::string& d
                          std::function<std::vector<std::string>()> kept_files,
                          CleanupStack& cleanup);
 
-// The `remote` object of a manifest entry, and back; nullopt for an instance on this machine.
-nlohmann::json remote_record(const RemoteInstance& remote);
-std::optional<RemoteInstance> remote_instance_of(const nlohmann::json& instance);
 // Logs in to the machine again, as `up` did. Throws SshError naming it.
 std::unique_ptr<Host> reconnect(const RemoteInstance& remote);
 

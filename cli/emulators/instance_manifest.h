@@ -15,8 +15,8 @@
 #include <variant>
 #include <vector>
 
-#include "common/json_fields.h"
-#include "hosts/ssh_connection.h"
+#include "base/json_fields.h"
+#include "hosts/ssh/ssh_connection.h"
 
 namespace ernic {
 

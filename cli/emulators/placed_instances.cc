@@ -8,10 +8,10 @@
 #include <mutex>
 #include <regex>
 
-#include "common/interrupt.h"
-#include "common/version.h"
+#include "base/interrupt.h"
+#include "base/version.h"
 #include "hosts/local_host.h"
-#include "hosts/ssh_host.h"
+#include "hosts/ssh/ssh_host.h"
 #include "runtime/instance.h"
 
 namespace ernic {
@@ -228,37 +228,36 @@ class RunningPlaced final : public RunningEmulator {
     }
     return {{"kind", "embedded"}, {"version", ernic_version()}, {"instances", instances}};
   }
-  nlohmann::json manifest() const override {
-    nlohmann::json instances = nlohmann::json::array();
+  InstanceManifest manifest() const override {
+    InstanceManifest manifest;
     for (const auto& instance : state_->instances) {
-      instances.push_back(
-          {{"id", instance->info.id},
-           {"role", instance->info.role},
-           {"on", instance->placement.on},
-           {"pid", instance->pid},
-           {"mac", instance->info.mac},
-           {"socket", instance->info.socket.string()},
-           {"gids", instance->info.gids},
-           {"log", instance->detached ? instance->machine_log : instance->info.log.string()},
-           {"stats", instance->info.stats.string()},
-           {"vm", {{"attached", false}}}});
+      manifest.instances.push_back(ManifestInstance{
+          .id = instance->info.id,
+          .role = instance->info.role,
+          .on = instance->placement.on,
+          .pid = instance->pid,
+          .mac = instance->info.mac,
+          .socket = instance->info.socket.string(),
+          .gids = instance->info.gids,
+          .log = instance->detached ? instance->machine_log : instance->info.log.string(),
+          .stats = instance->info.stats.string(),
+          .vm = InstanceGuest{}});
       if (instance->detached && !instance->placement.local()) {
         const std::string dir = instance->info.socket.parent_path().string();
-        instances.back()["remote"] =
-            remote_record(RemoteInstance{.id = instance->info.id,
-                                         .role = instance->info.role,
-                                         .pid = instance->pid,
-                                         .socket = instance->info.socket.string(),
-                                         .on = instance->placement.on,
-                                         .address = instance->host->address(),
-                                         .dir = dir,
-                                         .log = instance->machine_log,
-                                         .stats = instance->info.stats.string(),
-                                         .token_file = dir + "/mesh.token",
-                                         .ssh = connection_of(*instance)});
+        manifest.instances.back().remote = RemoteInstance{.id = instance->info.id,
+                                                          .role = instance->info.role,
+                                                          .pid = instance->pid,
+                                                          .socket = instance->info.socket.string(),
+                                                          .on = instance->placement.on,
+                                                          .address = instance->host->address(),
+                                                          .dir = dir,
+                                                          .log = instance->machine_log,
+                                                          .stats = instance->info.stats.string(),
+                                                          .token_file = dir + "/mesh.token",
+                                                          .ssh = connection_of(*instance)};
       }
     }
-    return {{"instances", instances}};
+    return manifest;
   }
   // `ernicctl up`: the instances run in sessions of their own; what followed their logs stops.
   bool detach() override {

@@ -9,11 +9,12 @@
 #include <regex>
 #include <string>
 
+#include "builtin_platform.h"
 #include "frontend/verbs_environment.h"
 #include "hosts/local_host.h"
-#include "platform/platform.h"
 #include "run/executor.h"
 #include "run/testing/run_harness.h"
+#include "scenario/platform.h"
 #include "scenario/scenario_json_schema.h"
 #include "scenario/scenario_loader.h"
 

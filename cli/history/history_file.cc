@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "common/durable_file.h"
+#include "base/durable_file.h"
 
 namespace ernic {
 namespace {

@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include "common/file_text.h"
+#include "base/file_text.h"
 #include "file_size_limit.h"
 #include "scratch_dir.h"
 

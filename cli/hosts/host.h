@@ -47,6 +47,14 @@ struct CommandResult {
   std::string output() const;
 };
 
+// Runs commands on this machine for a provider that builds hosts by command (netns's `ip`). The
+// run's CommandRunner is one, so a dry run lists those commands instead of running them.
+class LocalCommandRunner {
+ public:
+  virtual ~LocalCommandRunner() = default;
+  virtual CommandResult run_here(const CommandSpec& spec) = 0;
+};
+
 enum class OutputStream { kStdout, kStderr };
 
 // Receives a command's output as it arrives, for example a step log.

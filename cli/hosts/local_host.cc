@@ -11,7 +11,7 @@
 #include <sstream>
 #include <thread>
 
-#include "common/durable_file.h"
+#include "base/durable_file.h"
 #include "hosts/process_command.h"
 
 namespace ernic {

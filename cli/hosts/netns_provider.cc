@@ -13,7 +13,6 @@
 #include "hosts/process_command.h"
 #include "hosts/provider.h"
 #include "hosts/registry.h"
-#include "run/command_runner.h"
 
 namespace ernic {
 namespace {

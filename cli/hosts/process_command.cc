@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <signal.h>
 
-#include "common/interrupt.h"
+#include "base/interrupt.h"
 
 namespace ernic {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "common/subprocess.h"
+#include "base/subprocess.h"
 #include "hosts/host.h"
 
 namespace ernic {

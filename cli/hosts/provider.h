@@ -7,15 +7,14 @@
 #include <string_view>
 #include <vector>
 
-#include "common/program.h"
+#include "base/cleanup_stack.h"
+#include "base/config_value.h"
+#include "base/program.h"
+#include "base/schema.h"
 #include "hosts/host.h"
-#include "run/cleanup_stack.h"
-#include "scenario/config_value.h"
-#include "scenario/schema.h"
 
 namespace ernic {
 
-class CommandRunner;
 class Status;
 
 // One entry of the scenario's `hosts:` list.
@@ -42,7 +41,7 @@ struct ProviderContext {
   Status* status = nullptr;
   // Commands that build hosts on this machine go through the run's runner, so that a dry run
   // lists them instead of running them.
-  CommandRunner* runner = nullptr;
+  LocalCommandRunner* runner = nullptr;
 };
 
 // A platform: how hosts of one kind come to exist (LISA's platform layer). A provider creates

@@ -4,7 +4,7 @@
 
 namespace ernic {
 
-// One accessor per provider; platform/platform.cc lists them.
+// One accessor per provider; builtin_platform.cc lists them.
 HostProvider& local_provider();
 HostProvider& netns_provider();
 HostProvider& embedded_provider();

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "common/durable_file.h"
+#include "base/durable_file.h"
 
 namespace ernic::guest_files {
 namespace fs = std::filesystem;

@@ -15,9 +15,9 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "common/interrupt.h"
+#include "base/interrupt.h"
+#include "base/local_process.h"
 #include "image/guest_files.h"
-#include "image/local_process.h"
 
 namespace ernic {
 namespace fs = std::filesystem;

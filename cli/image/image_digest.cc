@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "common/durable_file.h"
+#include "base/durable_file.h"
 
 namespace ernic {
 namespace fs = std::filesystem;

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "common/units.h"
+#include "base/units.h"
 #include "image/image_digest.h"
 
 namespace ernic {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "benchmarks/benchmark.h"
-#include "platform/platform.h"
+#include "scenario/platform.h"
 #include "scenario/scenario.h"
 
 namespace ernic {
@@ -44,9 +44,5 @@ struct Plan {
 // Expands every benchmark's matrix parameters into points, in scenario order, the first
 // declared parameter varying slowest.
 Plan make_plan(const Scenario& scenario, const Platform& platform);
-
-// One list of canonical values per parameter of `schema` (defaults filled in), then their
-// cartesian product.
-std::vector<PointParams> expand_params(const YAML::Node& params, const ObjectSchema& schema);
 
 }  // namespace ernic

@@ -2,7 +2,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "platform/platform.h"
+#include "builtin_platform.h"
+#include "scenario/param_matrix.h"
+#include "scenario/platform.h"
 #include "scenario/scenario_loader.h"
 
 TEST_CASE("matrix parameters expand into the cartesian product, first one slowest") {

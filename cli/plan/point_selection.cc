@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "common/edit_distance.h"
+#include "base/edit_distance.h"
 #include "history/history_record.h"
 #include "hosts/host.h"
 

@@ -6,7 +6,8 @@
 
 #include <fstream>
 
-#include "platform/platform.h"
+#include "builtin_platform.h"
+#include "scenario/platform.h"
 #include "scenario/scenario_loader.h"
 #include "scratch_dir.h"
 

@@ -56,9 +56,8 @@ void RealCommandRunner::apply_setup(const SetupStep& step, const SetupEntry& ent
   step.apply(entry.config, host, facts, log);
 }
 
-std::unique_ptr<RunningEmulator> RealCommandRunner::attach_emulator(EmulatorKind& kind,
-                                                                    const nlohmann::json& instances,
-                                                                    EmulatorContext& context) {
+std::unique_ptr<RunningEmulator> RealCommandRunner::attach_emulator(
+    EmulatorKind& kind, const std::vector<ManifestInstance>& instances, EmulatorContext& context) {
   return kind.attach(instances, context);
 }
 

@@ -7,10 +7,10 @@
 #include <string_view>
 #include <vector>
 
+#include "base/cleanup_stack.h"
 #include "emulators/emulator_kind.h"
 #include "hosts/host.h"
 #include "hosts/provider.h"
-#include "run/cleanup_stack.h"
 #include "run/port_block.h"
 #include "scenario/scenario.h"
 #include "setup/setup_step.h"
@@ -21,7 +21,7 @@ namespace ernic {
 // CommandRunner). The executor walks the plan once, in one order, for a run and for a dry run;
 // only the runner differs: RealCommandRunner does each thing, DryRunCommandRunner prints it. So
 // the dry run cannot drift from the run.
-class CommandRunner {
+class CommandRunner : public LocalCommandRunner {
  public:
   virtual ~CommandRunner() = default;
 
@@ -44,9 +44,9 @@ class CommandRunner {
                                                           ProviderContext& context) = 0;
   // `run --attach`: what `ernicctl up` left, instead of starting and creating; nothing of it
   // goes onto the cleanup stack.
-  virtual std::unique_ptr<RunningEmulator> attach_emulator(EmulatorKind& kind,
-                                                           const nlohmann::json& instances,
-                                                           EmulatorContext& context) = 0;
+  virtual std::unique_ptr<RunningEmulator> attach_emulator(
+      EmulatorKind& kind, const std::vector<ManifestInstance>& instances,
+      EmulatorContext& context) = 0;
   virtual std::vector<std::unique_ptr<Host>> attach_hosts(HostProvider& provider,
                                                           const std::vector<HostSpec>& specs,
                                                           const std::vector<AttachedHost>& recorded,
@@ -54,8 +54,8 @@ class CommandRunner {
   virtual void apply_setup(const SetupStep& step, const SetupEntry& entry, Host& host,
                            HostFacts& facts, OutputSink* log) = 0;
 
-  // A command on this machine itself, for providers that build hosts by command (netns's `ip`).
-  virtual CommandResult run_here(const CommandSpec& spec) = 0;
+  // run_here (LocalCommandRunner): a command on this machine itself, for providers that build
+  // hosts by command.
   // A server, client or probe on a host; `role` says which, for the dry run's listing.
   virtual std::unique_ptr<RunningCommand> start(Host& host, std::string_view role,
                                                 const CommandSpec& spec, OutputSink* sink) = 0;
@@ -92,7 +92,7 @@ class RealCommandRunner final : public CommandRunner {
                                                   const std::vector<HostSpec>& specs,
                                                   ProviderContext& context) override;
   std::unique_ptr<RunningEmulator> attach_emulator(EmulatorKind& kind,
-                                                   const nlohmann::json& instances,
+                                                   const std::vector<ManifestInstance>& instances,
                                                    EmulatorContext& context) override;
   std::vector<std::unique_ptr<Host>> attach_hosts(HostProvider& provider,
                                                   const std::vector<HostSpec>& specs,
@@ -134,7 +134,7 @@ class DryRunCommandRunner final : public CommandRunner {
                                                   const std::vector<HostSpec>& specs,
                                                   ProviderContext& context) override;
   std::unique_ptr<RunningEmulator> attach_emulator(EmulatorKind& kind,
-                                                   const nlohmann::json& instances,
+                                                   const std::vector<ManifestInstance>& instances,
                                                    EmulatorContext& context) override;
   std::vector<std::unique_ptr<Host>> attach_hosts(HostProvider& provider,
                                                   const std::vector<HostSpec>& specs,

@@ -2,7 +2,7 @@
 // instead of done.
 #include <fmt/format.h>
 
-#include "common/units.h"
+#include "base/units.h"
 #include "run/command_runner.h"
 #include "run/dry_run_host.h"
 
@@ -34,7 +34,7 @@ class PlannedEmulator final : public RunningEmulator {
   int instance_count() const override { return static_cast<int>(facts_.size()); }
   HostFacts facts_for(int instance) const override { return facts_.at(instance - 1); }
   nlohmann::json record() const override { return {{"kind", kind_}}; }
-  nlohmann::json manifest() const override { return nullptr; }
+  InstanceManifest manifest() const override { return {}; }
 
  private:
   std::vector<HostFacts> facts_;
@@ -94,12 +94,11 @@ std::vector<std::unique_ptr<Host>> DryRunCommandRunner::create_hosts(
 }
 
 std::unique_ptr<RunningEmulator> DryRunCommandRunner::attach_emulator(
-    EmulatorKind& kind, const nlohmann::json& instances, EmulatorContext& context) {
+    EmulatorKind& kind, const std::vector<ManifestInstance>& instances, EmulatorContext& context) {
   section(fmt::format("emulator ({}, attached: left running by `ernicctl up`)", kind.name()));
   for (const auto& instance : instances) {
-    fmt::print(out_, "  instance {} {} pid {} {}\n", instance.value("id", 0),
-               instance.value("role", std::string("?")), instance.value("pid", 0L),
-               instance.value("socket", std::string()));
+    fmt::print(out_, "  instance {} {} pid {} {}\n", instance.id,
+               instance.role.empty() ? "?" : instance.role, instance.pid, instance.socket);
   }
   return kind.attach(instances, context);
 }

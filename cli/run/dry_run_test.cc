@@ -10,7 +10,7 @@
 #include <regex>
 #include <sstream>
 
-#include "common/interrupt.h"
+#include "base/interrupt.h"
 #include "perf/perftest_format.h"
 #include "run/executor.h"
 #include "run/testing/fake_platform.h"

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <set>
 
-#include "common/durable_file.h"
-#include "common/interrupt.h"
+#include "base/durable_file.h"
+#include "base/interrupt.h"
 #include "emulators/attached_instances.h"
 #include "hosts/local_host.h"
 #include "hosts/provider.h"
@@ -291,8 +291,7 @@ void Executor::attach_emulator() {
                             options_.attach->instances.size(), settings.kind,
                             options_.attach->up_run_token));
   EmulatorContext context = emulator_context();
-  // The emulator kinds watch attached instances in the manifest's JSON form.
-  const nlohmann::json instances = options_.attach->instances;
+  const std::vector<ManifestInstance>& instances = options_.attach->instances;
   emulator_ = runner_.attach_emulator(*kind, instances, context);
   // A dead instance fails the run here, before any point, naming it.
   if (std::string dead = runner_.check_alive(*emulator_); !dead.empty()) {

@@ -6,15 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "base/cleanup_stack.h"
+#include "base/status.h"
 #include "emulators/emulator_kind.h"
 #include "hosts/host.h"
 #include "plan/plan.h"
-#include "platform/platform.h"
 #include "run/attachment.h"
-#include "run/cleanup_stack.h"
 #include "run/command_runner.h"
 #include "run/run_result.h"
-#include "run/status.h"
+#include "scenario/platform.h"
 
 namespace ernic {
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "common/interrupt.h"
+#include "base/interrupt.h"
 #include "run/executor.h"
 #include "run/testing/fake_platform.h"
 #include "run/testing/run_harness.h"

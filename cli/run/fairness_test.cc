@@ -7,9 +7,9 @@
 #include <functional>
 #include <memory>
 
-#include "history/record.h"
 #include "history/statistics.h"
 #include "run/fairness.h"
+#include "run/record.h"
 #include "run/testing/perf_tables.h"
 #include "run/testing/run_harness.h"
 

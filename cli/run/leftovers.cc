@@ -1,5 +1,5 @@
 #include "run/leftovers.h"
-#include "common/file_text.h"
+#include "base/file_text.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -16,10 +16,10 @@
 #include <regex>
 #include <thread>
 
-#include "hosts/libvirt_connection.h"
-#include "hosts/libvirt_handles.h"
-#include "hosts/libvirt_image_upload.h"
-#include "hosts/libvirt_resources.h"
+#include "hosts/libvirt/libvirt_connection.h"
+#include "hosts/libvirt/libvirt_handles.h"
+#include "hosts/libvirt/libvirt_image_upload.h"
+#include "hosts/libvirt/libvirt_resources.h"
 #include "hosts/process_command.h"
 
 namespace ernic {
@@ -235,19 +235,6 @@ void remove_libvirt_object(const Leftover& item, virConnectPtr connection) {
 std::string Leftover::describe() const {
   std::string text = kind + " " + name;
   return uri.empty() || uri == kLocalLibvirt ? text : text + " on " + uri;
-}
-
-bool process_running(pid_t pid) {
-  if (pid <= 0 || ::kill(pid, 0) != 0) {
-    return false;
-  }
-  std::string stat = read_file_text(fmt::format("/proc/{}/stat", pid));
-  auto paren = stat.rfind(')');
-  return !(paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z');
-}
-
-std::string process_command_line(pid_t pid) {
-  return read_file_text(fmt::format("/proc/{}/cmdline", pid));
 }
 
 fs::path RunLock::path_of(const std::string& token) {

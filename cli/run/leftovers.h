@@ -32,12 +32,6 @@ class RunLock {
   int fd_ = -1;
 };
 
-// Whether `pid` runs: exists and is not a zombie (an orphan's zombie lasts until the machine's
-// init reaps it, which some container inits do late).
-bool process_running(pid_t pid);
-// Its command line, arguments separated by NULs; empty when it is gone.
-std::string process_command_line(pid_t pid);
-
 struct Leftover {
   std::string token;
   // "process", "netns", "domain", "network", "pool", "volume" (an unfinished upload's claim in

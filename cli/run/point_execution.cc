@@ -8,9 +8,9 @@
 #include <stop_token>
 #include <thread>
 
-#include "common/interrupt.h"
-#include "common/subprocess.h"
-#include "common/units.h"
+#include "base/interrupt.h"
+#include "base/subprocess.h"
+#include "base/units.h"
 #include "history/statistics.h"
 #include "run/executor.h"
 #include "run/point_headline.h"

@@ -9,7 +9,7 @@
 #include <functional>
 #include <iterator>
 
-#include "history/record.h"
+#include "run/record.h"
 #include "run/testing/perf_tables.h"
 #include "run/testing/run_harness.h"
 #include "run/testing/step_log_sides.h"

@@ -83,10 +83,10 @@ struct RunResult {
   std::vector<HostRecord> hosts;
   std::map<std::string, std::string> tool_versions;
   std::vector<PointResult> points;
-  nlohmann::json emulator;    // what the emulator kind records about its instances
-  nlohmann::json instances;   // the instances' manifest (pids, sockets, logs); null without any
-  bool left_running = false;  // `ernicctl up` left hosts and instances running
-  std::string selection;      // the plan's point selection; empty when every point was run
+  nlohmann::json emulator;     // what the emulator kind records about its instances
+  InstanceManifest instances;  // the instances' manifest (pids, sockets, logs); empty without any
+  bool left_running = false;   // `ernicctl up` left hosts and instances running
+  std::string selection;       // the plan's point selection; empty when every point was run
   std::optional<AttachedTo> attached_to;
 };
 

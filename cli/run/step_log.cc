@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "common/units.h"
+#include "base/units.h"
 
 namespace ernic {
 

@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <regex>
 
-#include "common/interrupt.h"
-#include "history/record.h"
+#include "base/interrupt.h"
 #include "run/executor.h"
 #include "run/fairness.h"
+#include "run/record.h"
 #include "run/testing/fake_platform.h"
 #include "run/testing/perf_tables.h"
 #include "run/testing/run_harness.h"

@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/durable_file.h"
+#include "base/durable_file.h"
 
 namespace ernic {
 using nlohmann::json;

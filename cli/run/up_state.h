@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/json_fields.h"
+#include "base/json_fields.h"
 #include "emulators/instance_manifest.h"
 
 namespace ernic {

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/file_text.h"
+#include "base/file_text.h"
 #include "scratch_dir.h"
 
 namespace ernic {

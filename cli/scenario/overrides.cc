@@ -7,7 +7,7 @@
 #include <optional>
 #include <sstream>
 
-#include "scenario/schema.h"
+#include "base/schema.h"
 
 namespace ernic {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "scenario/diagnostics.h"
+#include "base/diagnostics.h"
 
 namespace ernic {
 

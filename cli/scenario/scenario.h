@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "base/config_value.h"
 #include "hosts/provider.h"
-#include "scenario/config_value.h"
 
 namespace ernic {
 

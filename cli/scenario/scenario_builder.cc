@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 #include <openssl/evp.h>
 
-#include "common/units.h"
+#include "base/schema.h"
+#include "base/units.h"
 #include "emulators/emulator_kind.h"
-#include "platform/platform.h"
+#include "scenario/platform.h"
 #include "scenario/scenario_schema.h"
-#include "scenario/schema.h"
 #include "setup/setup_step.h"
 
 namespace ernic {

@@ -3,7 +3,7 @@
 #include "benchmarks/benchmark.h"
 #include "emulators/emulator_kind.h"
 #include "hosts/provider.h"
-#include "platform/platform.h"
+#include "scenario/platform.h"
 #include "scenario/scenario_schema.h"
 #include "setup/setup_step.h"
 

@@ -12,8 +12,8 @@
 #include <sstream>
 #include <tuple>
 
-#include "platform/platform.h"
 #include "scenario/overrides.h"
+#include "scenario/platform.h"
 #include "scenario/scenario_builder.h"
 #include "scenario/scenario_schema.h"
 #include "scenario/semantic_checks.h"

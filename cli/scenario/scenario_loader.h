@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "scenario/diagnostics.h"
+#include "base/diagnostics.h"
+#include "base/schema.h"
 #include "scenario/scenario.h"
-#include "scenario/schema.h"
 
 namespace ernic {
 

@@ -7,10 +7,11 @@
 #include <sstream>
 
 #include "benchmarks/registry.h"
+#include "builtin_platform.h"
 #include "emulators/registry.h"
 #include "hosts/registry.h"
-#include "platform/platform.h"
 #include "scenario/overrides.h"
+#include "scenario/platform.h"
 #include "scenario/scenario_json_schema.h"
 #include "scenario/scenario_schema.h"
 

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "scenario/diagnostics.h"
-#include "scenario/schema.h"
+#include "base/diagnostics.h"
+#include "base/schema.h"
 
 namespace ernic {
 

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <set>
 
-#include "common/edit_distance.h"
+#include "base/edit_distance.h"
 #include "emulators/emulator_kind.h"
 #include "hosts/provider.h"
-#include "plan/plan.h"
-#include "platform/platform.h"
+#include "scenario/param_matrix.h"
+#include "scenario/platform.h"
 #include "scenario/scenario.h"
 #include "scenario/scenario_schema.h"
 

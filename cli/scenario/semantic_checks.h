@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "scenario/diagnostics.h"
+#include "base/diagnostics.h"
 
 namespace ernic {
 

@@ -1,6 +1,6 @@
 #include <fmt/format.h>
 
-#include "hosts/ssh_host.h"
+#include "hosts/ssh/ssh_host.h"
 #include "setup/step_support.h"
 #include "setup/steps.h"
 

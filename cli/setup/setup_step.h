@@ -5,10 +5,10 @@
 #include <string_view>
 #include <vector>
 
+#include "base/config_value.h"
+#include "base/schema.h"
 #include "benchmarks/benchmark.h"
 #include "hosts/host.h"
-#include "scenario/config_value.h"
-#include "scenario/schema.h"
 
 namespace ernic {
 

@@ -1,6 +1,6 @@
 #include <fmt/format.h>
 
-#include "common/units.h"
+#include "base/units.h"
 #include "setup/step_support.h"
 #include "setup/steps.h"
 

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "base/schema.h"
 #include "hosts/host.h"
-#include "scenario/schema.h"
 #include "setup/setup_step.h"
 
 // Helpers shared by the setup steps (which read their keys from their Config): running commands

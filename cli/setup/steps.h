@@ -2,7 +2,7 @@
 
 #include "setup/setup_step.h"
 
-// Every setup step, one file each; platform/platform.cc lists them.
+// Every setup step, one file each; builtin_platform.cc lists them.
 namespace ernic {
 
 const SetupStep& memlock_step();

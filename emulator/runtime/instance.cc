@@ -17,7 +17,7 @@
 
 #include <fmt/format.h>
 
-#include "common/durable_file.h"
+#include "base/durable_file.h"
 #include "engine/engine.h"
 #include "engine/local_fabric.h"
 #include "frontend/shm_server.h"

@@ -10,7 +10,7 @@
 #include <set>
 #include <thread>
 
-#include "common/file_text.h"
+#include "base/file_text.h"
 #include "ernicctl_runner.h"
 
 using Catch::Matchers::Contains;

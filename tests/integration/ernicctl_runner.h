@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "common/file_text.h"
-#include "common/subprocess.h"
+#include "base/file_text.h"
+#include "base/subprocess.h"
 #include "scratch_dir.h"
 
 // Runs the ernicctl binary under test and collects what it printed.

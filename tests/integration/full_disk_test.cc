@@ -2,7 +2,7 @@
 // history is never torn, the record is saved wherever there is room, the exit status says when
 // it is not in the history, and `ernicctl history append` adds it later. (The same guarantees
 // without a mount, by a file size limit: cli/history/history_file_test.cc and
-// cli/common/durable_file_test.cc.)
+// base/durable_file_test.cc.)
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/mount.h>

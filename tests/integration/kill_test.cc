@@ -13,7 +13,7 @@
 #include <regex>
 #include <thread>
 
-#include "common/file_text.h"
+#include "base/file_text.h"
 #include "ernicctl_runner.h"
 
 namespace {

@@ -1,5 +1,5 @@
 #include "libvirt_e2e_support.h"
-#include "common/file_text.h"
+#include "base/file_text.h"
 
 #include <fmt/format.h>
 #include <libvirt/libvirt.h>

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/subprocess.h"
-#include "hosts/libvirt_connection.h"
+#include "base/subprocess.h"
+#include "hosts/libvirt/libvirt_connection.h"
 
 namespace ernic::e2e {
 

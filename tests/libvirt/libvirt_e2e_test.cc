@@ -18,15 +18,16 @@
 #include <thread>
 #include <tuple>
 
-#include "common/subprocess.h"
-#include "hosts/libvirt_connection.h"
-#include "hosts/libvirt_provider.h"
+#include "base/cleanup_stack.h"
+#include "base/local_process.h"
+#include "base/subprocess.h"
+#include "builtin_platform.h"
+#include "hosts/libvirt/libvirt_connection.h"
+#include "hosts/libvirt/libvirt_provider.h"
 #include "image/image_builder.h"
-#include "image/local_process.h"
 #include "libvirt_e2e_support.h"
-#include "platform/platform.h"
-#include "run/cleanup_stack.h"
 #include "run/leftovers.h"
+#include "scenario/platform.h"
 #include "scenario/scenario_schema.h"
 
 namespace ernic {

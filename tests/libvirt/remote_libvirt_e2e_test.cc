@@ -17,7 +17,7 @@
 #include <regex>
 #include <thread>
 
-#include "common/subprocess.h"
+#include "base/subprocess.h"
 #include "libvirt_e2e_support.h"
 #include "sshd_fixture.h"
 

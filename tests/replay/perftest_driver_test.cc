@@ -6,11 +6,12 @@
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
+#include "base/status.h"
+#include "builtin_platform.h"
 #include "plan/plan.h"
-#include "platform/platform.h"
 #include "replay_tools.h"
 #include "run/executor.h"
-#include "run/status.h"
+#include "scenario/platform.h"
 #include "scenario/scenario_loader.h"
 
 namespace ernic {

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/subprocess.h"
+#include "base/subprocess.h"
 #include "replay_tools.h"
 
 namespace ernic {

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/subprocess.h"
+#include "base/subprocess.h"
 #include "replay_tools.h"
 
 namespace ernic {

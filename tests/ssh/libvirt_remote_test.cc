@@ -15,14 +15,15 @@
 #include <random>
 #include <set>
 
-#include "hosts/libvirt_connection.h"
-#include "hosts/libvirt_handles.h"
-#include "hosts/libvirt_image_upload.h"
-#include "hosts/libvirt_provider.h"
+#include "base/cleanup_stack.h"
+#include "base/config_value.h"
+#include "builtin_platform.h"
+#include "hosts/libvirt/libvirt_connection.h"
+#include "hosts/libvirt/libvirt_handles.h"
+#include "hosts/libvirt/libvirt_image_upload.h"
+#include "hosts/libvirt/libvirt_provider.h"
 #include "image/image_digest.h"
-#include "platform/platform.h"
-#include "run/cleanup_stack.h"
-#include "scenario/config_value.h"
+#include "scenario/platform.h"
 #include "scenario/scenario_schema.h"
 #include "sshd_fixture.h"
 

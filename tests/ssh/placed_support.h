@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/file_text.h"
+#include "base/file_text.h"
 #include "sshd_fixture.h"
 
 namespace ernic::testing {

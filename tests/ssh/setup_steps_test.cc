@@ -2,9 +2,10 @@
 
 #include <fstream>
 #include <sstream>
-#include "platform/platform.h"
+#include "builtin_platform.h"
+#include "scenario/platform.h"
 
-#include "hosts/ssh_host.h"
+#include "hosts/ssh/ssh_host.h"
 #include "scenario/scenario_schema.h"
 #include "setup/setup_step.h"
 #include "setup/steps.h"

@@ -5,9 +5,9 @@
 #include <sstream>
 #include <thread>
 
-#include "common/file_text.h"
-#include "common/interrupt.h"
-#include "hosts/ssh_host.h"
+#include "base/file_text.h"
+#include "base/interrupt.h"
+#include "hosts/ssh/ssh_host.h"
 #include "sshd_fixture.h"
 
 // Readiness polls, program lookups and the signals that stop commands go through one

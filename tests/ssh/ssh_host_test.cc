@@ -1,4 +1,4 @@
-#include "hosts/ssh_host.h"
+#include "hosts/ssh/ssh_host.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -12,7 +12,7 @@
 #include <sstream>
 #include <thread>
 
-#include "common/interrupt.h"
+#include "base/interrupt.h"
 #include "sshd_fixture.h"
 
 namespace ernic {

@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include "hosts/ssh_provider.h"
-#include "scenario/config_value.h"
+#include "base/config_value.h"
+#include "hosts/ssh/ssh_provider.h"
 #include "sshd_fixture.h"
 
 namespace ernic {

@@ -2,7 +2,7 @@
 // one reachable only from J, over a NamespaceLink. Everything a direct connection guarantees
 // (host keys, timeouts, remote process groups) holds through the jump, and a jump that fails
 // is named in the error.
-#include "hosts/ssh_jump.h"
+#include "hosts/ssh/ssh_jump.h"
 
 #include <fmt/format.h>
 
@@ -12,9 +12,9 @@
 #include <sstream>
 #include <thread>
 
-#include "common/interrupt.h"
-#include "hosts/libvirt_config.h"
-#include "hosts/ssh_host.h"
+#include "base/interrupt.h"
+#include "hosts/libvirt/libvirt_config.h"
+#include "hosts/ssh/ssh_host.h"
 #include "sshd_fixture.h"
 
 namespace ernic {

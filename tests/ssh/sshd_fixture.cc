@@ -1,5 +1,5 @@
 #include "sshd_fixture.h"
-#include "common/file_text.h"
+#include "base/file_text.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

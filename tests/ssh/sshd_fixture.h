@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "hosts/ssh_connection.h"
-#include "hosts/ssh_host.h"
+#include "hosts/ssh/ssh_connection.h"
+#include "hosts/ssh/ssh_host.h"
 
 // Real sshd servers and network namespaces for tests (and for the end-to-end `ernicctl run`
 // over SSH). Everything created here is removed by the destructors, also when a test fails.

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "history/record.h"
+#include "run/record.h"
 
 #include <cstdlib>
 #include <iostream>

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/command_context.h"
+#include "base/command_context.h"
 #include "run/run_result.h"
 #include "run/up_state.h"
 

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <set>
 
+#include "base/subprocess.h"
 #include "commands/bringup/bringup_state.h"
 #include "emulators/instance_machines.h"
 #include "run/leftovers.h"

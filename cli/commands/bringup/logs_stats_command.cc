@@ -9,8 +9,8 @@
 #include <map>
 #include <sstream>
 
+#include "base/units.h"
 #include "commands/bringup/bringup_state.h"
-#include "common/units.h"
 #include "emulators/instance_machines.h"
 #include "supervisor.h"
 

@@ -5,11 +5,12 @@
 
 #include <iostream>
 
+#include "base/subprocess.h"
 #include "commands/bringup/bringup_state.h"
 #include "commands/commands.h"
 #include "emulators/emulator_kind.h"
-#include "platform/platform.h"
 #include "run/leftovers.h"
+#include "scenario/platform.h"
 
 namespace ernic {
 namespace {
@@ -95,10 +96,8 @@ int restart_instances(const StateFlags& flags, const std::vector<std::string>& s
   }
   cleanup.release();
 
-  InstanceManifest started_manifest;
-  read_fields(JsonFields(started->manifest(), "the emulator's manifest"), started_manifest);
   std::vector<ManifestInstance> instances =
-      with_guests(std::move(started_manifest.instances), old_instances);
+      with_guests(started->manifest().instances, old_instances);
   for (auto& host : state->hosts) {
     const std::string instance = host.fact("emulator_instance");
     if (!instance.empty()) {

@@ -9,7 +9,7 @@
 #include <iostream>
 
 #include "commands/bringup/bringup_state.h"
-#include "hosts/ssh_jump.h"
+#include "hosts/ssh/ssh_jump.h"
 
 namespace ernic {
 namespace {

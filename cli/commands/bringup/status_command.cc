@@ -5,11 +5,12 @@
 
 #include <iostream>
 
+#include "base/subprocess.h"
 #include "commands/bringup/bringup_state.h"
 #include "emulators/instance_machines.h"
 #include "hosts/provider.h"
-#include "platform/platform.h"
 #include "run/leftovers.h"
+#include "scenario/platform.h"
 
 namespace ernic {
 namespace {

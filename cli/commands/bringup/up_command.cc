@@ -5,13 +5,13 @@
 
 #include <iostream>
 
+#include "base/interrupt.h"
 #include "commands/bringup/bringup_state.h"
 #include "commands/commands.h"
-#include "common/interrupt.h"
 #include "emulators/instance_machines.h"
-#include "history/record.h"
 #include "plan/plan.h"
-#include "platform/platform.h"
+#include "run/record.h"
+#include "scenario/platform.h"
 
 namespace ernic {
 namespace {
@@ -28,10 +28,7 @@ struct UpFlags : StateFlags {
 // The harness's manifest: instances[].id and instances[].vm.{vm_name,ssh_port,ssh_user} are what
 // their playbooks read.
 InstanceManifest harness_manifest(const Scenario& scenario, const RunResult& result) {
-  InstanceManifest manifest;
-  if (!result.instances.is_null()) {
-    read_fields(JsonFields(result.instances, "the emulator's manifest"), manifest);
-  }
+  InstanceManifest manifest = result.instances;
   for (auto& instance : manifest.instances) {
     for (const auto& spec : scenario.hosts) {
       if (!spec.config.has("instance") || spec.config.integer("instance", 0) != instance.id) {

@@ -6,7 +6,8 @@
 #include <fmt/format.h>
 #include <poll.h>
 
-#include "common/interrupt.h"
+#include "base/interrupt.h"
+#include "builtin_platform.h"
 
 namespace ernic::testing {
 namespace {
@@ -81,7 +82,7 @@ class FakeRunningEmulator final : public RunningEmulator {
   int instance_count() const override { return static_cast<int>(facts_.size()); }
   HostFacts facts_for(int instance) const override { return facts_.at(instance - 1); }
   nlohmann::json record() const override { return {{"kind", kind_.name()}}; }
-  nlohmann::json manifest() const override { return {{"instances", nlohmann::json::array()}}; }
+  InstanceManifest manifest() const override { return {}; }
 
  private:
   const FakeEmulatorKind& kind_;
@@ -216,8 +217,8 @@ std::unique_ptr<RunningEmulator> FakeEmulatorKind::start(const Config& config,
   return std::make_unique<FakeRunningEmulator>(*this, std::move(facts));
 }
 
-std::unique_ptr<RunningEmulator> FakeEmulatorKind::attach(const nlohmann::json& instances,
-                                                          EmulatorContext& /*context*/) {
+std::unique_ptr<RunningEmulator> FakeEmulatorKind::attach(
+    const std::vector<ManifestInstance>& instances, EmulatorContext& /*context*/) {
   world_.log(fmt::format("attach {} instances", instances.size()));
   return std::make_unique<FakeRunningEmulator>(*this, std::vector<HostFacts>{});
 }

@@ -16,8 +16,8 @@
 
 #include "emulators/emulator_kind.h"
 #include "hosts/provider.h"
-#include "platform/platform.h"
 #include "run/command_runner.h"
+#include "scenario/platform.h"
 
 namespace ernic::testing {
 
@@ -138,7 +138,7 @@ class FakeEmulatorKind final : public EmulatorKind {
                           int instance) const override;
   std::unique_ptr<RunningEmulator> start(const Config& config, EmulatorContext& context) override;
   // Logs "attach N instances"; stops nothing.
-  std::unique_ptr<RunningEmulator> attach(const nlohmann::json& instances,
+  std::unique_ptr<RunningEmulator> attach(const std::vector<ManifestInstance>& instances,
                                           EmulatorContext& context) override;
   std::string dead;
   // From when `dead` shows in check_alive (set while the run goes on: the watchdog reads it).

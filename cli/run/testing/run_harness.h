@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "common/interrupt.h"
+#include "base/interrupt.h"
 #include "run/executor.h"
 #include "run/testing/fake_platform.h"
 #include "samples.h"
