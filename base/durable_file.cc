@@ -8,7 +8,9 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <string>
+#include <utility>
 
 namespace ernic {
 namespace {
@@ -122,10 +124,15 @@ void sync_parent_directory(const fs::path& path) {
   }
 }
 
-// No exception on the way: a writer that only reports (an instance's stats file) calls this at
-// the descriptor limit, where a sanitizer's runtime cannot even check an exception's type.
-std::string write_file_durably_or_reason(const fs::path& path, std::string_view content,
-                                         const DurableWriteOptions& options) {
+namespace {
+
+// No exception of its own on the way: a writer that only reports (an instance's stats file)
+// comes here at the descriptor limit, where a sanitizer's runtime cannot even check an
+// exception's type. One that `next_part` throws removes the temporary and passes on.
+using PartViews = std::function<bool(std::string_view& part)>;
+
+std::string write_parts_or_reason(const fs::path& path, const PartViews& next_part,
+                                  const DurableWriteOptions& options) {
   const auto reason = [&](int error) {
     return fmt::format("cannot write {}: {}", path.string(), std::strerror(error));
   };
@@ -141,7 +148,11 @@ std::string write_file_durably_or_reason(const fs::path& path, std::string_view 
   if (temporary.open_error() != 0) {
     return reason(temporary.open_error());
   }
-  int error = write_all(temporary.fd(), content);
+  int error = 0;
+  std::string_view part;
+  while (error == 0 && next_part(part)) {
+    error = write_all(temporary.fd(), part);
+  }
   if (error == 0 && options.permissions &&
       ::fchmod(temporary.fd(), static_cast<mode_t>(*options.permissions)) != 0) {
     error = errno;
@@ -165,6 +176,35 @@ std::string write_file_durably_or_reason(const fs::path& path, std::string_view 
     }
   }
   return "";
+}
+
+}  // namespace
+
+std::string write_file_durably_or_reason(const fs::path& path, std::string_view content,
+                                         const DurableWriteOptions& options) {
+  bool given = false;
+  return write_parts_or_reason(
+      path,
+      [&](std::string_view& part) {
+        part = content;
+        return !std::exchange(given, true);
+      },
+      options);
+}
+
+void write_file_durably_in_parts(const fs::path& path, const ContentParts& next_part,
+                                 const DurableWriteOptions& options) {
+  std::string buffer;
+  const auto views = [&](std::string_view& part) {
+    if (!next_part(buffer)) {
+      return false;
+    }
+    part = buffer;
+    return true;
+  };
+  if (std::string reason = write_parts_or_reason(path, views, options); !reason.empty()) {
+    throw FileWriteError(reason);
+  }
 }
 
 void write_file_durably(const fs::path& path, std::string_view content,

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -45,6 +46,15 @@ void write_file_durably(const std::filesystem::path& path, std::string_view cont
 std::string write_file_durably_or_reason(const std::filesystem::path& path,
                                          std::string_view content,
                                          const DurableWriteOptions& options = {});
+
+// The content, part by part, of a file too large to build in memory first: fills `part` with
+// the next one and returns true, or returns false when there is none left.
+using ContentParts = std::function<bool(std::string& part)>;
+
+// write_file_durably for content made part by part (a synthetic history of 100,000 records).
+// When `next_part` throws, the target is untouched and the exception passes on.
+void write_file_durably_in_parts(const std::filesystem::path& path, const ContentParts& next_part,
+                                 const DurableWriteOptions& options = {});
 
 // fsync(2)s the directory holding `path`, so that a file created or renamed there survives a
 // crash of the machine. Throws FileWriteError.

@@ -84,6 +84,47 @@ TEST_CASE("a durable write on a full disk leaves the old file and no temporary")
   CHECK(names_in(dir) == std::vector<std::string>{"bandwidth.csv"});
 }
 
+TEST_CASE("a file written in parts is their concatenation, and a failing part keeps the old file") {
+  ernic::testing::ScratchDir dir("ernic-durable-parts");
+  auto target = dir / "history.jsonl";
+  int made = 0;
+  ernic::write_file_durably_in_parts(target, [&](std::string& part) {
+    part = "record " + std::to_string(made) + "\n";
+    return made++ < 3;
+  });
+  CHECK(ernic::read_file_text(target) == "record 0\nrecord 1\nrecord 2\n");
+
+  made = 0;
+  CHECK_THROWS_WITH(ernic::write_file_durably_in_parts(target,
+                                                       [&](std::string& part) {
+                                                         if (made++ == 2) {
+                                                           throw std::runtime_error("no record 2");
+                                                         }
+                                                         part = "new\n";
+                                                         return true;
+                                                       }),
+                    "no record 2");
+  CHECK(ernic::read_file_text(target) == "record 0\nrecord 1\nrecord 2\n");
+  CHECK(names_in(dir) == std::vector<std::string>{"history.jsonl"});
+
+  std::string failure;
+  {
+    ernic::testing::FileSizeLimit full(4096);
+    made = 0;
+    try {
+      ernic::write_file_durably_in_parts(target, [&](std::string& part) {
+        part.assign(1000, 'x');
+        return made++ < 10;
+      });
+    } catch (const ernic::FileWriteError& e) {
+      failure = e.what();
+    }
+  }
+  CHECK_THAT(failure, Contains("File too large"));
+  CHECK(ernic::read_file_text(target) == "record 0\nrecord 1\nrecord 2\n");
+  CHECK(names_in(dir) == std::vector<std::string>{"history.jsonl"});
+}
+
 TEST_CASE("a durable write into a directory it cannot create names the target") {
   ernic::testing::ScratchDir dir("ernic-durable-nodir");
   write_file_durably(dir / "plain", "a file, not a directory\n");

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
-#include <fstream>
 #include <random>
 #include <stdexcept>
 
+#include "base/durable_file.h"
 #include "history/history_file.h"
 #include "history/statistics.h"
 
@@ -229,16 +229,21 @@ void write_synthetic_history(const std::filesystem::path& file, const SyntheticO
   if (options.runner_classes.empty()) {
     throw std::invalid_argument("synthetic history needs at least one runner class");
   }
-  if (file.has_parent_path()) {
-    std::filesystem::create_directories(file.parent_path());
-  }
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  for (std::size_t i = 0; i < options.records; ++i) {
-    out << serialize_history_record(synthetic_record(i, options)) << '\n';
-  }
-  if (!out) {
-    throw std::runtime_error(fmt::format("cannot write {}", file.string()));
-  }
+  // A thousand records a part: 100,000 records are most of a gigabyte, too much to hold.
+  constexpr std::size_t kRecordsPerPart = 1000;
+  std::size_t next = 0;
+  write_file_durably_in_parts(
+      file,
+      [&](std::string& part) {
+        part.clear();
+        for (std::size_t end = std::min(next + kRecordsPerPart, options.records); next < end;
+             ++next) {
+          part += serialize_history_record(synthetic_record(next, options));
+          part += '\n';
+        }
+        return !part.empty();
+      },
+      {.durability = Durability::kDerived});
 }
 
 }  // namespace ernic::reports

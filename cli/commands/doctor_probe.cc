@@ -10,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "base/durable_file.h"
 #include "base/local_process.h"
 #include "benchmarks/tool_text.h"
 #include "hosts/host.h"
@@ -85,7 +86,7 @@ LibvirtAnswer LocalDoctorProbe::ask_libvirt(bool start_daemons) {
 }
 
 void LocalDoctorProbe::write_file(const std::string& path, const std::string& content) {
-  std::ofstream(path) << content;
+  write_file_durably(path, content, {.durability = Durability::kDerived});
 }
 
 void LocalDoctorProbe::create_directories(const std::string& path) {

@@ -70,7 +70,7 @@ InstanceManifest external_manifest(const ExternalInstances& instances) {
         ManifestInstance{.id = plan.id,
                          .role = plan.role,
                          .on = plan.on.empty() ? std::nullopt : std::optional<std::string>(plan.on),
-                         .pid = instance->pid(),
+                         .pid = static_cast<pid_t>(instance->pid()),
                          .mac = plan.mac,
                          .socket = plan.socket.string(),
                          .gids = plan.gids,

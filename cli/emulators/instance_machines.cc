@@ -6,6 +6,7 @@
 #include <cctype>
 #include <thread>
 
+#include "base/durable_file.h"
 #include "base/edit_distance.h"
 #include "hosts/ssh/ssh_host.h"
 #include "supervisor.h"
@@ -118,10 +119,12 @@ void collect_and_remove(Host& host, const std::string& on, const std::string& di
   std::string missed;
   for (const auto& file : files) {
     CommandResult read = run_to_end(host, {"cat", file});
-    if (read.ok()) {
-      std::ofstream(kept / fs::path(file).filename()) << read.out;
-    } else {
-      missed += fmt::format("{}{} ({})", missed.empty() ? "" : ", ", file, read.describe());
+    std::string why = read.ok()
+                          ? write_file_durably_or_reason(kept / fs::path(file).filename(), read.out,
+                                                         {.durability = Durability::kDerived})
+                          : read.describe();
+    if (!why.empty()) {
+      missed += fmt::format("{}{} ({})", missed.empty() ? "" : ", ", file, why);
     }
   }
   CommandResult removed = run_to_end(host, {"rm", "-rf", dir});

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "emulators/instance_manifest.h"
 #include "history/distribution.h"
 #include "plan/plan.h"
 

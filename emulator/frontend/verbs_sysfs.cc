@@ -1,23 +1,17 @@
 // The sysfs folder through which libibverbs discovers an instance's device (SYSFS_PATH).
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
+#include "base/durable_file.h"
 #include "frontend/verbs_device.h"
 
 namespace ernic::emu::verbs_device {
 namespace {
 
 void write_attribute(const std::filesystem::path& path, const std::string& value) {
-  std::filesystem::create_directories(path.parent_path());
-  std::ofstream out(path, std::ios::trunc);
-  out << value << '\n';
-  out.close();
-  if (!out) {
-    throw std::runtime_error("cannot write " + path.string());
-  }
+  write_file_durably(path, value + '\n', {.durability = Durability::kDerived});
 }
 
 }  // namespace

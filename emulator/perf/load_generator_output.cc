@@ -1,12 +1,12 @@
 #include "perf/load_generator_output.h"
 
-#include <fstream>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
+#include "base/durable_file.h"
 #include "runtime/scheduling.h"
 
 namespace ernic::emu::perf {
@@ -141,11 +141,7 @@ void write_json(const PerfOptions& o, const nlohmann::json& results, bool server
                         {"scheduler_slice_usec", time_slice().count()},
                         {"scheduler_policy", scheduling_policy_name()},
                         {"results", results}};
-  std::ofstream out(o.json);
-  out << doc.dump(2) << "\n";
-  if (!out) {
-    throw std::runtime_error("cannot write " + o.json);
-  }
+  write_file_durably(o.json, doc.dump(2) + "\n");
 }
 
 std::string header_line(const PerfOptions& o) {

@@ -12,7 +12,9 @@
 #include <thread>
 
 #include "base/file_text.h"
+#include "emulators/instance_manifest.h"
 #include "ernicctl_runner.h"
+#include "run/up_state.h"
 
 namespace {
 namespace fs = std::filesystem;
@@ -104,6 +106,14 @@ TEST_CASE(
     CHECK(fs::exists(instance["socket"].get<std::string>()));
   }
   CHECK(namespaces().size() == before.size() + 2);
+
+  // The typed state reads everything `up` wrote: read and written back, both files are the same
+  // bytes (rocm-ernic's clients read these files, so nothing may be dropped on a rewrite).
+  const std::string up_text = read_file(dir / "state" / "up.json");
+  CHECK(ernic::up_state_text(ernic::parse_up_state(up_text, "up.json")) == up_text);
+  const std::string manifest_text = read_file(dir / "state" / "instances.json");
+  CHECK(ernic::instance_manifest_text(
+            ernic::parse_instance_manifest(manifest_text, "instances.json")) == manifest_text);
 
   // Right after `up` the manager's figures already count the worker that joined last.
   auto manager = run_ernicctl({"stats", "1", "--state-dir", state});

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <regex>
 #include <stdexcept>
@@ -160,9 +162,15 @@ std::unique_ptr<LibvirtGuest> make_ready_guest(const BootingGuest& guest,
   const LibvirtGuestConfig& config = guest.config;
   double t_init = std::chrono::duration<double>(SteadyClock::now() - guest.started).count();
   {
+    // Appended, not replaced: the run's other guests add their keys to the same file.
     std::ofstream out(known_hosts, std::ios::app);
     for (const auto& key : guest.image.host_keys) {
       out << guest.address << " " << key.line() << "\n";
+    }
+    out.close();
+    if (!out) {
+      throw std::runtime_error(fmt::format("{}: cannot add its host keys to {}: {}", config.name,
+                                           known_hosts.string(), std::strerror(errno)));
     }
   }
   std::string user = login_user(guest);
