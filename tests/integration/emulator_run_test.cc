@@ -223,3 +223,39 @@ TEST_CASE("two quickstart runs at the same time both pass, on ports of their own
                         std::back_inserter(shared));
   CHECK(shared.empty());
 }
+
+TEST_CASE("Ctrl-C while real perftest runs leaves no perftest process and no provider state") {
+  auto dir = fresh_dir("perftest-sigint");
+  auto history = dir / "history.jsonl";
+  // The first point (ib_send_bw at 4 KiB) made long enough to be interrupted in its transfer.
+  std::vector<std::string> argv = {ERNIC_BINARY,
+                                   "run",
+                                   kQuickstart,
+                                   "--runs-dir",
+                                   (dir / "runs").string(),
+                                   "--set",
+                                   "history.path=" + history.string(),
+                                   "--set",
+                                   "benchmarks.bw.params.iterations=50000000",
+                                   "--set",
+                                   "benchmarks.bw.timeout=300s"};
+  auto process =
+      ernic::Subprocess::spawn({.argv = argv, .env = {}, .netns_path = "", .stdin_file = ""}, {});
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  REQUIRE(process->wait_for_line(std::regex(R"(\[1/79\] bw)"), deadline));
+  while (processes_mentioning("ib_send_bw") < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  REQUIRE(processes_mentioning("ib_send_bw") >= 2);  // server and client, through the provider
+  REQUIRE(::kill(process->pid(), SIGINT) == 0);
+  REQUIRE(process->wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(15), false) ==
+          ernic::Subprocess::WaitEnd::kExited);
+  process->finish_output();
+  INFO(process->stderr_text());
+  CHECK(process->exit_code() == 130);
+  CHECK(processes_mentioning("ib_send_bw") == 0);
+  const std::string token = last_record(history)["ernicctl"]["run_token"].get<std::string>();
+  CHECK(processes_mentioning("ernic-" + token) == 0);
+  // The instances' directory held their sockets and the verbs devices' sysfs trees.
+  CHECK_FALSE(std::filesystem::exists(std::filesystem::temp_directory_path() / ("ernic-" + token)));
+}
