@@ -108,10 +108,14 @@ void fail_everything(ContextState& state) {
 
 // A program that polls on the CPU its instance's loop runs on would keep the instance off it:
 // wait briefly for its completion notification instead, which lets the instance run at once.
+// On another CPU, poll politely: that CPU may be the peer's instance's or the other side's
+// program's, and with more spinners than CPUs each hand-off waits for a scheduler's preemption
+// unless the spinner yields.
 void let_instance_run(ContextState& state) {
   emu::shm::Area& area = state.channel.area();
   if (area.instance_cpu.value.load(std::memory_order_relaxed) !=
       static_cast<std::uint32_t>(sched_getcpu() + 1)) {
+    sched_yield();
     return;
   }
   area.client_waiting.value.store(1, std::memory_order_seq_cst);
