@@ -1,8 +1,10 @@
 // Creating and destroying the objects a verbs program holds: each is created at the instance
 // (which owns the device's resources and counts them against its limits) and mirrored here.
 #include <dlfcn.h>
+#include <linux/capability.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <bit>
@@ -42,12 +44,23 @@ int call_plain(ContextState& state, emu::shm::Op op, std::uint32_t handle) {
   return error;
 }
 
+// Whether the process may lock memory at will: CAP_IPC_LOCK in its effective set, as the
+// kernel's ib_umem_get asks (root has it, unless it was dropped).
+bool may_lock_any_memory() {
+  __user_cap_header_struct header{.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  if (syscall(SYS_capget, &header, data) != 0) {
+    return false;
+  }
+  return (data[CAP_IPC_LOCK / 32].effective & (1U << (CAP_IPC_LOCK % 32))) != 0;
+}
+
 // What ibv_reg_mr pins counts against RLIMIT_MEMLOCK unless the process may lock memory at
-// will (CAP_IPC_LOCK, which root has): the kernel answers ENOMEM beyond it, and so does this.
+// will: the kernel answers ENOMEM beyond it, and so does this.
 bool within_memlock_limit(std::size_t pinned) {
   rlimit limit{};
-  return geteuid() == 0 || getrlimit(RLIMIT_MEMLOCK, &limit) != 0 ||
-         limit.rlim_cur == RLIM_INFINITY || pinned <= limit.rlim_cur;
+  return getrlimit(RLIMIT_MEMLOCK, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY ||
+         pinned <= limit.rlim_cur || may_lock_any_memory();
 }
 
 constexpr int kSupportedAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |

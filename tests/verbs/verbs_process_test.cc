@@ -249,6 +249,20 @@ TEST_CASE("rc_verbs_check passes between a manager's and a worker's verbs device
   CHECK_THAT(client_stats_text, Catch::Contains("Per-QP Statistics:\n"));
 }
 
+TEST_CASE("the device's QP and registered-memory limits fail as a real device's do") {
+  TwoInstances instances;
+  const auto output = instances.dir() / "limits_check.out";
+  Child check(
+      spawn_with_environment(LIMITS_CHECK_BINARY, {"ernic_1"}, instances.environment(1), output));
+  const int status = check.wait(std::chrono::seconds(60));
+  const std::string text = read_all(output);
+  INFO(text << instances.logs());
+  CHECK(status == 0);
+  CHECK_THAT(text, Catch::Contains("checks passed (max_qp 1024)"));
+  // Refusing resources costs the instance nothing: it still serves.
+  CHECK(instances.supervisor().check_alive().empty());
+}
+
 // Debian's own binaries, unmodified (ibverbs-utils, perftest): each tool's success as it reports
 // it, and the bytes the instances' counters saw move.
 TEST_CASE("Debian's ibv_devinfo, ibv_rc_pingpong and perftest run through the provider") {
