@@ -89,8 +89,8 @@ void print_checks(const std::vector<DoctorCheck>& checks) {
 }
 
 // No HOST: this machine, printed (and given as JSON) as it always was.
-int report_this_machine(const MachineReport& report, bool json) {
-  if (json) {
+int report_this_machine(const MachineReport& report, bool as_json) {
+  if (as_json) {
     std::cout
         << nlohmann::json{{"checks", checks_json(report.checks)}, {"ready", report.ready()}}.dump(2)
         << "\n";
@@ -102,10 +102,10 @@ int report_this_machine(const MachineReport& report, bool json) {
   return report.ready() ? kExitOk : kExitFailed;
 }
 
-int report_machines(const std::vector<MachineReport>& reports, bool json) {
+int report_machines(const std::vector<MachineReport>& reports, bool as_json) {
   bool ready = std::all_of(reports.begin(), reports.end(),
                            [](const MachineReport& report) { return report.ready(); });
-  if (json) {
+  if (as_json) {
     nlohmann::json machines = nlohmann::json::array();
     for (const auto& report : reports) {
       machines.push_back({{"host", report.host},
