@@ -6,11 +6,13 @@
 
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
 #include "base/file_text.h"
+#include "base/subprocess.h"
 #include "ernicctl_runner.h"
 
 using Catch::Matchers::Contains;
@@ -58,6 +60,26 @@ pid_t child_mentioning(pid_t parent, const std::string& text) {
     }
   }
   return 0;
+}
+
+// `ernicctl run quickstart.yaml` started in the background, its runs and history in `dir`, with
+// `sets` as --set overrides.
+std::unique_ptr<ernic::Subprocess> start_quickstart(const std::filesystem::path& dir,
+                                                    const std::filesystem::path& history,
+                                                    const std::vector<std::string>& sets) {
+  std::vector<std::string> argv = {ERNIC_BINARY,
+                                   "run",
+                                   kQuickstart,
+                                   "--runs-dir",
+                                   (dir / "runs").string(),
+                                   "--set",
+                                   "history.path=" + history.string()};
+  for (const auto& set : sets) {
+    argv.push_back("--set");
+    argv.push_back(set);
+  }
+  return ernic::Subprocess::spawn({.argv = argv, .env = {}, .netns_path = "", .stdin_file = ""},
+                                  {});
 }
 
 }  // namespace
@@ -147,17 +169,7 @@ TEST_CASE("quickstart runs the embedded emulator sweep and records every point")
 TEST_CASE("an emulator instance that dies mid-point stops the run within seconds") {
   auto dir = fresh_dir("emulator-death");
   auto history = dir / "history.jsonl";
-  std::vector<std::string> argv = {ERNIC_BINARY,
-                                   "run",
-                                   kQuickstart,
-                                   "--runs-dir",
-                                   (dir / "runs").string(),
-                                   "--set",
-                                   "history.path=" + history.string(),
-                                   "--set",
-                                   "benchmarks.bw.params.iterations=20000"};
-  auto process =
-      ernic::Subprocess::spawn({.argv = argv, .env = {}, .netns_path = "", .stdin_file = ""}, {});
+  auto process = start_quickstart(dir, history, {"benchmarks.bw.params.iterations=20000"});
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   REQUIRE(process->wait_for_line(std::regex(R"(\[1/79\] bw)"), deadline));
   pid_t worker = 0;
@@ -228,19 +240,8 @@ TEST_CASE("Ctrl-C while real perftest runs leaves no perftest process and no pro
   auto dir = fresh_dir("perftest-sigint");
   auto history = dir / "history.jsonl";
   // The first point (ib_send_bw at 4 KiB) made long enough to be interrupted in its transfer.
-  std::vector<std::string> argv = {ERNIC_BINARY,
-                                   "run",
-                                   kQuickstart,
-                                   "--runs-dir",
-                                   (dir / "runs").string(),
-                                   "--set",
-                                   "history.path=" + history.string(),
-                                   "--set",
-                                   "benchmarks.bw.params.iterations=50000000",
-                                   "--set",
-                                   "benchmarks.bw.timeout=300s"};
-  auto process =
-      ernic::Subprocess::spawn({.argv = argv, .env = {}, .netns_path = "", .stdin_file = ""}, {});
+  auto process = start_quickstart(
+      dir, history, {"benchmarks.bw.params.iterations=50000000", "benchmarks.bw.timeout=300s"});
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   REQUIRE(process->wait_for_line(std::regex(R"(\[1/79\] bw)"), deadline));
   while (processes_mentioning("ib_send_bw") < 2 && std::chrono::steady_clock::now() < deadline) {

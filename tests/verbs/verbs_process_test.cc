@@ -335,6 +335,16 @@ std::vector<std::string> write_bw_args(const std::string& device, const std::str
   return {"-d", device, "-x", "0", "-p", port, "-s", "65536", "-D", seconds, "-F"};
 }
 
+// Debian's ib_write_bw between the two instances' devices for `seconds`, already moving data:
+// the server on ernic_1, the client on ernic_2; their output in DIR/LABEL.{server,client}.out.
+auto start_write_bw(TwoInstances& instances, const std::string& port, const std::string& seconds,
+                    const std::string& label) {
+  auto client_args = write_bw_args("ernic_2", port, seconds);
+  client_args.push_back("127.0.0.1");
+  return instances.start_pair("/usr/bin/ib_write_bw", write_bw_args("ernic_1", port, seconds),
+                              client_args, label, static_cast<std::uint16_t>(std::stoi(port)));
+}
+
 // A verbs program killed in the middle of a transfer takes nothing down with it: both instances
 // serve the next pair of programs.
 TEST_CASE("perftest killed mid-transfer leaves both instances serving the next point") {
@@ -343,12 +353,7 @@ TEST_CASE("perftest killed mid-transfer leaves both instances serving the next p
     return;
   }
   TwoInstances instances;
-  const std::string port = port_for_test(40);
-  auto client_args = write_bw_args("ernic_2", port, "20");
-  client_args.push_back("127.0.0.1");
-  auto [server, client] =
-      instances.start_pair("/usr/bin/ib_write_bw", write_bw_args("ernic_1", port, "20"),
-                           client_args, "killed", static_cast<std::uint16_t>(std::stoi(port)));
+  auto [server, client] = start_write_bw(instances, port_for_test(40), "20", "killed");
   const auto moving = stat_value(instances.worker().stats, "bytes_sent");
   CHECK(counts_at_least(instances.worker().stats, "bytes_sent", moving + (1u << 20)));
   kill(client->pid(), SIGKILL);
@@ -378,12 +383,7 @@ TEST_CASE("perftest whose instance is killed ends with an error completion at on
     return;
   }
   TwoInstances instances;
-  const std::string port = port_for_test(42);
-  auto client_args = write_bw_args("ernic_2", port, "30");
-  client_args.push_back("127.0.0.1");
-  auto [server, client] =
-      instances.start_pair("/usr/bin/ib_write_bw", write_bw_args("ernic_1", port, "30"),
-                           client_args, "orphaned", static_cast<std::uint16_t>(std::stoi(port)));
+  auto [server, client] = start_write_bw(instances, port_for_test(42), "30", "orphaned");
   const auto moving = stat_value(instances.worker().stats, "bytes_sent");
   REQUIRE(counts_at_least(instances.worker().stats, "bytes_sent", moving + (1u << 20)));
   const auto killed_at = std::chrono::steady_clock::now();
