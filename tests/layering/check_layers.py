@@ -70,7 +70,10 @@ def sources(root):
 
 def violations(root):
     found = []
-    for path in sorted(sources(root)):
+    paths = sorted(sources(root))
+    if not paths:
+        return [f"{root}: no sources of any layer here (is it the source root?)"]
+    for path in paths:
         own = layer_of(path)
         if own is None:
             found.append(f"{path}: in no layer (add its folder to LAYERS)")
@@ -96,7 +99,7 @@ def main():
     for line in found:
         print(line)
     if found:
-        print(f"{len(found)} include(s) point up the layers; docs/design.md says which way they go")
+        print(f"{len(found)} layering problem(s); docs/design.md says which way includes go")
         return 1
     return 0
 

@@ -66,6 +66,11 @@ class CheckLayersTest(unittest.TestCase):
         self.assertEqual(code, 1)
         self.assertIn("cli/newfolder/thing.cc: in no layer", out)
 
+    def test_a_root_without_sources_fails_instead_of_passing(self):
+        code, out = check({"README.md": "not a source tree\n"})
+        self.assertEqual(code, 1)
+        self.assertIn("no sources of any layer here", out)
+
 
 if __name__ == "__main__":
     unittest.main()
