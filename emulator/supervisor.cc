@@ -155,6 +155,9 @@ InstanceInfo planned_instance(const SupervisorConfig& config, int id) {
   info.bind = config.bind;
   info.verbs_sysfs = config.dir / fmt::format("ernic{}-verbs-sysfs", id);
   info.verbs_device = fmt::format("ernic_{}", id);
+  if (static_cast<std::size_t>(id) <= config.guest_regions.size()) {
+    info.guest_region = config.guest_regions[static_cast<std::size_t>(id) - 1];
+  }
   return info;
 }
 
@@ -181,6 +184,9 @@ std::vector<std::string> instance_arguments(const SupervisorConfig& config,
                                    info.verbs_sysfs.string(),
                                    "--verbs-name",
                                    info.verbs_device};
+  if (!info.guest_region.empty()) {
+    args.insert(args.end(), {"--guest-region", info.guest_region.string()});
+  }
   if (!config.log_to_stderr) {
     args.insert(args.end(), {"--log-file", info.log.string()});
   }

@@ -31,6 +31,9 @@ struct SupervisorConfig {
   // `ernicctl up` leaves the instances running; otherwise they die with the process that
   // started them, even when it is killed outright (PR_SET_PDEATHSIG).
   bool may_outlive_parent = false;
+  // Instance i+1 also serves a QEMU guest through the shared-memory file guest_regions[i]
+  // (`--guest-region`); missing or empty entries: no guest.
+  std::vector<std::filesystem::path> guest_regions;
 };
 
 struct InstanceInfo {
@@ -48,6 +51,7 @@ struct InstanceInfo {
   // and the device's name there (`-d` of perftest and ibv_rc_pingpong).
   std::filesystem::path verbs_sysfs;
   std::string verbs_device;
+  std::filesystem::path guest_region;  // empty: the instance serves no guest
 };
 
 // Instance `id` of `config` before it starts: its role, socket, log, stats, MAC, GIDs and verbs

@@ -47,11 +47,19 @@ static int is_ernic_node(const char* path) {
   }
   const int got = fscanf(in, "%255s", ibdev) == 1;
   fclose(in);
-  if (!got || snprintf(file, sizeof file, "%s/class/infiniband/%s/ernic_socket", sysfs, ibdev) >=
-                  (int)sizeof file) {
+  if (!got) {
     return 0;
   }
-  return access(file, R_OK) == 0;
+  /* An instance's folder names its socket; a guest's, the region it reaches its instance by. */
+  static const char* const kAttributes[] = {"ernic_socket", "ernic_region"};
+  for (size_t i = 0; i < sizeof kAttributes / sizeof kAttributes[0]; ++i) {
+    if (snprintf(file, sizeof file, "%s/class/infiniband/%s/%s", sysfs, ibdev, kAttributes[i]) <
+            (int)sizeof file &&
+        access(file, R_OK) == 0) {
+      return 1;
+    }
+  }
+  return 0;
 }
 
 typedef int (*open_function)(const char*, int, ...);

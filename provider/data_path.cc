@@ -113,8 +113,10 @@ void fail_everything(ContextState& state) {
 // unless the spinner yields.
 void let_instance_run(ContextState& state) {
   emu::shm::Area& area = state.channel.area();
-  if (area.instance_cpu.value.load(std::memory_order_relaxed) !=
-      static_cast<std::uint32_t>(sched_getcpu() + 1)) {
+  // Through a guest region nothing can wake the program, and the instance's CPU is the host's.
+  if (state.channel.completion_fd() < 0 ||
+      area.instance_cpu.value.load(std::memory_order_relaxed) !=
+          static_cast<std::uint32_t>(sched_getcpu() + 1)) {
     sched_yield();
     return;
   }

@@ -15,7 +15,9 @@
 namespace ernic::verbs {
 
 InstanceChannel::~InstanceChannel() {
-  if (area_ != nullptr) {
+  if (region_ != nullptr) {
+    close_region();
+  } else if (area_ != nullptr) {
     munmap(area_, sizeof(emu::shm::Area));
   }
   for (int fd : {doorbell_fd_, completion_fd_, socket_}) {
@@ -93,18 +95,28 @@ int InstanceChannel::call(emu::shm::Op op, std::span<const std::byte> body,
   emu::ByteWriter w;
   w.u32(static_cast<std::uint32_t>(op));
   w.raw(body);
-  if (!emu::send_message(socket_, w.bytes(), fds)) {
-    last_error_ = "the ERNIC instance at " + path_ + " went away";
-    return ENODEV;
-  }
   std::vector<std::byte> data;
-  std::vector<int> received;
-  if (emu::receive_message(socket_, data, received) <= 0) {
-    last_error_ = "the ERNIC instance at " + path_ + " closed the connection";
-    return ENODEV;
-  }
-  for (int fd : received) {
-    close(fd);
+  if (region_ != nullptr) {
+    if (!fds.empty()) {
+      last_error_ = "a guest region carries no file descriptors";
+      return EOPNOTSUPP;
+    }
+    if (const int error = call_through_mailbox(w.bytes(), data); error != 0) {
+      return error;
+    }
+  } else {
+    if (!emu::send_message(socket_, w.bytes(), fds)) {
+      last_error_ = "the ERNIC instance at " + path_ + " went away";
+      return ENODEV;
+    }
+    std::vector<int> received;
+    if (emu::receive_message(socket_, data, received) <= 0) {
+      last_error_ = "the ERNIC instance at " + path_ + " closed the connection";
+      return ENODEV;
+    }
+    for (int fd : received) {
+      close(fd);
+    }
   }
   emu::ByteReader r(data);
   const auto status = static_cast<int>(r.u32());
@@ -124,6 +136,9 @@ int InstanceChannel::call(emu::shm::Op op, std::span<const std::byte> body,
 }
 
 void InstanceChannel::ring_doorbell_if_needed() {
+  if (region_ != nullptr) {
+    return;  // the instance polls a guest region
+  }
   if (area_->instance_waiting.value.exchange(0, std::memory_order_seq_cst) != 0) {
     const std::uint64_t one = 1;
     [[maybe_unused]] auto ignored = write(doorbell_fd_, &one, sizeof one);
@@ -131,6 +146,9 @@ void InstanceChannel::ring_doorbell_if_needed() {
 }
 
 bool InstanceChannel::instance_alive() {
+  if (region_ != nullptr) {
+    return region_instance_alive();
+  }
   // Only the end of the connection counts: an answer arriving for another thread's control call
   // makes the socket readable too.
   pollfd fd{socket_, POLLRDHUP, 0};

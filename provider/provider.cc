@@ -20,6 +20,9 @@ namespace ernic::verbs {
 namespace {
 
 constexpr const char* kSocketAttribute = "ernic_socket";
+// A guest region, named in a guest's folder (and in a host instance's that serves one): taken
+// before the socket, which a guest does not have.
+constexpr const char* kRegionAttribute = "ernic_region";
 
 bool wants_debug() {
   static const bool on = std::getenv("ERNIC_VERBS_DEBUG") != nullptr;
@@ -35,7 +38,8 @@ std::string read_attribute(verbs_sysfs_dev* sysfs, const char* name) {
 }
 
 bool match_device(verbs_sysfs_dev* sysfs) {
-  return !read_attribute(sysfs, kSocketAttribute).empty();
+  return !read_attribute(sysfs, kSocketAttribute).empty() ||
+         !read_attribute(sysfs, kRegionAttribute).empty();
 }
 
 verbs_device* alloc_device(verbs_sysfs_dev* sysfs) {
@@ -44,6 +48,7 @@ verbs_device* alloc_device(verbs_sysfs_dev* sysfs) {
     return nullptr;
   }
   device->socket_path = read_attribute(sysfs, kSocketAttribute);
+  device->region_path = read_attribute(sysfs, kRegionAttribute);
   return &device->base;
 }
 
@@ -151,8 +156,12 @@ verbs_context* alloc_context(ibv_device* ibdev, int cmd_fd, void*) {
   auto* state = new (std::nothrow) ContextState;
   const auto& device = *reinterpret_cast<Device*>(ibdev);
   std::string why;
-  const int error =
-      state == nullptr ? ENOMEM : state->channel.open(device.socket_path, state->identity, why);
+  int error = ENOMEM;
+  if (state != nullptr) {
+    error = device.region_path.empty()
+                ? state->channel.open(device.socket_path, state->identity, why)
+                : state->channel.open_region(device.region_path, state->identity, why);
+  }
   if (error != 0) {
     // The program only learns that the device could not be opened; say why once.
     std::fprintf(stderr, "ernic: %s: %s\n", ibdev->name, why.c_str());

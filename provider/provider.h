@@ -23,6 +23,7 @@ namespace ernic::verbs {
 struct Device {
   verbs_device base;  // first
   std::string socket_path;
+  std::string region_path;  // a guest region, when the folder names one
 };
 
 struct Cq;

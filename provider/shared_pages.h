@@ -16,9 +16,14 @@ namespace ernic::verbs {
 // to the instance, which then reads and writes the program's buffer directly. Pages stay
 // moved after the last registration ends (the program may still use them); the instance
 // unmaps them then.
+//
+// Through a guest region the memory is the region's: the instance gives out room in its heap and
+// the pages move there instead. They move back to private memory when the last registration ends
+// (and when the device is closed), because the instance gives that room to other programs.
 class SharedPages {
  public:
   explicit SharedPages(InstanceChannel& channel) : channel_(channel) {}
+  ~SharedPages();
   SharedPages(const SharedPages&) = delete;
   SharedPages& operator=(const SharedPages&) = delete;
 
@@ -41,6 +46,7 @@ class SharedPages {
     unsigned references = 0;
   };
   int move_onto_memfd(std::uintptr_t begin, std::uintptr_t end, int& memfd, std::string& why);
+  int move_into_region(std::uintptr_t begin, std::uintptr_t end, Share& share, std::string& why);
 
   InstanceChannel& channel_;
   std::map<std::uintptr_t, Region> by_begin_;

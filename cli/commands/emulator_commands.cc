@@ -12,6 +12,7 @@
 
 #include "base/units.h"
 #include "commands/perf_command.h"
+#include "frontend/guest_region.h"
 #include "frontend/verbs_environment.h"
 #include "runtime/instance.h"
 
@@ -26,6 +27,8 @@ struct EmulatorFlags {
   std::string stats_file;
   std::string verbs_sysfs;
   std::string verbs_name = "ernic_0";
+  std::string guest_region;
+  std::string guest_region_size = "128MiB";
   std::string log_file;
   std::string log_level = "info";
   std::string token;
@@ -129,6 +132,14 @@ int run(const EmulatorFlags& f) {
     return kExitBadInput;
   }
   config.bind = f.bind;
+  config.guest_region = f.guest_region;
+  auto region_size = parse_size(f.guest_region_size);
+  if (!region_size || *region_size < emu::region::kMinimumSize || *region_size % 4096 != 0) {
+    std::cerr << "ernicctl emulator: --guest-region-size must be a multiple of 4KiB, at least "
+              << (emu::region::kMinimumSize >> 20) << "MiB\n";
+    return kExitBadInput;
+  }
+  config.guest_region_size = *region_size;
   auto segment = parse_size(f.segment);
   if (!segment || *segment < 4096 || *segment > (4u << 20)) {
     std::cerr << "ernicctl emulator: --segment-size must be between 4KiB and 4MiB\n";
@@ -213,6 +224,12 @@ void register_commands(CLI::App& app, CommandContext& context) {
                   "describe the device here for verbs programs (their SYSFS_PATH; see "
                   "`ernicctl verbs-env`)");
   cmd->add_option("--verbs-name", flags->verbs_name, "the device's name for verbs programs")
+      ->capture_default_str();
+  cmd->add_option("--guest-region", flags->guest_region,
+                  "also serve a QEMU guest through this shared-memory file (its ivshmem-plain "
+                  "device's memory; created when missing)");
+  cmd->add_option("--guest-region-size", flags->guest_region_size,
+                  "size of a --guest-region file this instance creates")
       ->capture_default_str();
   cmd->add_option("--log-file", flags->log_file, "log here instead of stderr");
   cmd->add_option("--log-level", flags->log_level, "none|error|warn|info|debug")

@@ -49,12 +49,18 @@ ShmFrontEnd::ShmFrontEnd(EventLoop& loop, Engine& engine, Logger& log, InstanceI
       [this] {
         publish_cpu();
         bool worked = false;
+        if (guest_region_ != nullptr) {
+          worked |= poll_guest_region();
+        }
         for (auto& [fd, c] : clients_) {
           worked |= drain(*c);
         }
         return worked;
       },
       [this] {
+        if (guest_region_ != nullptr) {
+          schedule_guest_poll();
+        }
         // Say we are about to block, then look once more: a client that posted before seeing
         // the flag is picked up here, one that posts after it rings the doorbell.
         for (auto& [fd, c] : clients_) {
@@ -104,6 +110,7 @@ ShmFrontEnd::~ShmFrontEnd() {
   engine_.set_receive_refill({});
   engine_.set_write_observer({});
   close_all();
+  loop_.cancel_timer(guest_wakeup_);
   loop_.remove_poller(poller_);
 }
 
@@ -191,7 +198,7 @@ void ShmFrontEnd::drop(Client& c) {
   for (auto& [id, region] : c.regions) {
     release(region);
   }
-  if (c.area != nullptr) {
+  if (c.area != nullptr && c.area_fd >= 0) {
     munmap(c.area, sizeof(shm::Area));
   }
   for (int fd : {c.area_fd, c.doorbell_fd, c.completion_fd}) {
@@ -202,9 +209,17 @@ void ShmFrontEnd::drop(Client& c) {
       close(fd);
     }
   }
-  loop_.remove_fd(c.fd);
-  close(c.fd);
-  log_.debug("front end: client {} detached", c.fd);
+  if (c.slot >= 0) {
+    // The slot is free again unless its owner already let it go (or another claimed it).
+    std::uint64_t owner = c.owner;
+    guest_region_->slot(static_cast<std::uint32_t>(c.slot))
+        .owner.compare_exchange_strong(owner, 0, std::memory_order_acq_rel);
+    log_.debug("front end: guest slot {} detached", c.slot);
+  } else {
+    loop_.remove_fd(c.fd);
+    close(c.fd);
+    log_.debug("front end: client {} detached", c.fd);
+  }
   clients_.erase(c.fd);  // destroys c
 }
 
@@ -223,7 +238,19 @@ void ShmFrontEnd::on_message(Client& c) {
     return;
   }
   ++commands_;
-  ByteReader r(data);
+  std::vector<int> send_fds;
+  const Bytes response = serve(c, data, fds, send_fds);
+  for (int fd : fds) {
+    close(fd);
+  }
+  if (!send_message(c.fd, response, send_fds)) {
+    drop(c);
+  }
+}
+
+Bytes ShmFrontEnd::serve(Client& c, std::span<const std::byte> message, const std::vector<int>& fds,
+                         std::vector<int>& send_fds) {
+  ByteReader r(message);
   const auto op = static_cast<shm::Op>(r.u32());
   ByteWriter body;
   Request request{r, fds, body, {}};
@@ -239,12 +266,8 @@ void ShmFrontEnd::on_message(Client& c) {
   } catch (const std::exception& e) {
     response = error_response(e.what(), EIO);
   }
-  for (int fd : fds) {
-    close(fd);
-  }
-  if (!send_message(c.fd, response, request.send_fds)) {
-    drop(c);
-  }
+  send_fds = std::move(request.send_fds);
+  return response;
 }
 
 void ShmFrontEnd::dispatch(Client& c, shm::Op op, Request& request) {
@@ -273,25 +296,31 @@ void ShmFrontEnd::handle_open(Client& c, Request& request) {
   if (request.in.u32() != shm::kProtocolVersion) {
     throw VerbsError("front-end protocol version mismatch");
   }
-  if (c.area != nullptr) {
+  if (c.opened) {
     throw VerbsError("already open");
   }
-  c.area_fd = memfd_create("ernic-rings", MFD_CLOEXEC);
-  if (c.area_fd < 0 || ftruncate(c.area_fd, sizeof(shm::Area)) != 0) {
-    throw VerbsError(std::string("cannot create the ring memory: ") + std::strerror(errno));
+  // A guest's rings are its slot's, and it can receive no descriptors; a socket's client gets
+  // its rings and eventfds now.
+  if (c.slot < 0) {
+    c.area_fd = memfd_create("ernic-rings", MFD_CLOEXEC);
+    if (c.area_fd < 0 || ftruncate(c.area_fd, sizeof(shm::Area)) != 0) {
+      throw VerbsError(std::string("cannot create the ring memory: ") + std::strerror(errno));
+    }
+    void* p = mmap(nullptr, sizeof(shm::Area), PROT_READ | PROT_WRITE, MAP_SHARED, c.area_fd, 0);
+    if (p == MAP_FAILED) {
+      throw VerbsError(std::string("cannot map the ring memory: ") + std::strerror(errno));
+    }
+    c.area = new (p) shm::Area();
+    c.doorbell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    c.completion_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    loop_.add_fd(c.doorbell_fd, EPOLLIN, [this, &c](std::uint32_t) {
+      std::uint64_t value = 0;
+      [[maybe_unused]] auto ignored = read(c.doorbell_fd, &value, sizeof value);
+      drain(c);
+    });
+    request.send_fds = {c.area_fd, c.doorbell_fd, c.completion_fd};
   }
-  void* p = mmap(nullptr, sizeof(shm::Area), PROT_READ | PROT_WRITE, MAP_SHARED, c.area_fd, 0);
-  if (p == MAP_FAILED) {
-    throw VerbsError(std::string("cannot map the ring memory: ") + std::strerror(errno));
-  }
-  c.area = new (p) shm::Area();
-  c.doorbell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  c.completion_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  loop_.add_fd(c.doorbell_fd, EPOLLIN, [this, &c](std::uint32_t) {
-    std::uint64_t value = 0;
-    [[maybe_unused]] auto ignored = read(c.doorbell_fd, &value, sizeof value);
-    drain(c);
-  });
+  c.opened = true;
   request.out.u32(identity_.node());
   request.out.u32(static_cast<std::uint32_t>(getpid()));
   request.out.str(identity_.mac);
@@ -299,7 +328,6 @@ void ShmFrontEnd::handle_open(Client& c, Request& request) {
   for (const auto& gid : identity_.gids) {
     request.out.str(gid);
   }
-  request.send_fds = {c.area_fd, c.doorbell_fd, c.completion_fd};
 }
 
 std::optional<SharedMemory> ShmFrontEnd::find(const std::byte* p, std::size_t length) const {
@@ -473,7 +501,8 @@ void ShmFrontEnd::notify() {
       continue;
     }
     c->notify_pending = false;
-    if (c->area->client_waiting.value.exchange(0, std::memory_order_seq_cst) != 0) {
+    if (c->completion_fd >= 0 &&
+        c->area->client_waiting.value.exchange(0, std::memory_order_seq_cst) != 0) {
       const std::uint64_t one = 1;
       [[maybe_unused]] auto ignored = write(c->completion_fd, &one, sizeof one);
       ++interrupts_;

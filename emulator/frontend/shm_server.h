@@ -7,10 +7,12 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "engine/engine.h"
+#include "frontend/guest_region_file.h"
 #include "frontend/shm_protocol.h"
 #include "runtime/descriptor_reserve.h"
 #include "runtime/event_loop.h"
@@ -38,10 +40,17 @@ class ShmFrontEnd final : public SharedMemoryDirectory {
 
   // Creates the socket (replacing a stale one). Throws when it cannot.
   void listen(const std::string& path);
+  // Serves the programs of a QEMU guest through `region` as well (frontend/guest_region.h): the
+  // slots they claim become clients like the socket's, polled instead of rung. `region` must
+  // outlive this front end's clients (close_all).
+  void serve_guest_region(GuestRegionFile& region);
   void close_all();
   // Sends the completion notifications batched during one loop iteration.
   void notify();
   std::size_t clients() const { return clients_.size(); }
+  const GuestRegionFile* guest_region() const { return guest_region_; }
+  // The clients among clients() that are programs in the guest (slots of the region).
+  std::size_t guest_clients() const;
   // Control requests served, and notifications rung (completion eventfds, channel events): what
   // a device model counts as commands and interrupts.
   std::uint64_t commands() const { return commands_; }
@@ -52,8 +61,9 @@ class ShmFrontEnd final : public SharedMemoryDirectory {
   struct Region {
     std::byte* base;
     std::size_t size;
-    int fd;                   // the client's memfd, kept for peers on this machine
-    std::uint64_t shared_id;  // SharedMemory::id
+    int fd;                      // the client's memfd, kept for peers on this machine
+    std::uint64_t shared_id;     // SharedMemory::id
+    bool in_guest_heap = false;  // given out of the guest region's heap, not mapped here
   };
   // A CQ's completion channel (ibv_req_notify_cq): one event written at the next completion
   // after the CQ was armed.
@@ -79,12 +89,28 @@ class ShmFrontEnd final : public SharedMemoryDirectory {
     std::vector<Engine::Handle> events_due;  // written by notify()
     bool notify_pending = false;
     std::uint64_t ring_overflows = 0;
+    // A guest region's slot (fd < 0, no descriptors): which slot, the owner token it was claimed
+    // with, and its lease as last seen.
+    int slot = -1;
+    std::uint64_t owner = 0;
+    std::uint64_t beat_seen = 0;
+    EventLoop::Clock::time_point beat_at{};
+    bool opened = false;
   };
 
   struct Request;
 
   void accept_ready();
   void on_message(Client& c);
+  // One control request (an operation and its body), answered as the socket protocol answers.
+  std::basic_string<std::byte> serve(Client& c, std::span<const std::byte> message,
+                                     const std::vector<int>& fds, std::vector<int>& send_fds);
+  // The guest region's turn: its heartbeat, slots claimed and given up, leases, mailboxes.
+  bool poll_guest_region();
+  // Nothing rings for a guest: before the loop blocks it asks to be woken to look again.
+  void schedule_guest_poll();
+  bool serve_mailbox(Client& c);
+  Client& attach_slot(std::uint32_t index, std::uint64_t owner);
   // One handler per operation of the protocol (shm::Op).
   void dispatch(Client& c, shm::Op op, Request& request);
   void handle_open(Client& c, Request& request);
@@ -127,6 +153,9 @@ class ShmFrontEnd final : public SharedMemoryDirectory {
   std::uint64_t next_shared_id_ = 1;
   DescriptorReserve reserve_;
   bool refusing_at_limit_ = false;  // logged once per episode
+  GuestRegionFile* guest_region_ = nullptr;
+  std::uint64_t guest_wakeup_ = 0;
+  bool guest_slots_claimed_ = false;
 };
 
 }  // namespace ernic::emu

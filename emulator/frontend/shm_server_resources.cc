@@ -62,6 +62,28 @@ void ShmFrontEnd::require_room(Set Client::*resource, std::uint64_t limit, const
 
 void ShmFrontEnd::handle_register_memory(Client& c, Request& request) {
   const std::uint64_t size = request.in.u64();
+  if (c.slot >= 0) {
+    // A guest's memory cannot come as a memfd: it is given out of the region's heap, and the
+    // program moves its pages there (answer: the memory's id and its offset in the region).
+    if (size == 0 || size > shm::kDeviceLimits.max_mr_size) {
+      throw VerbsError("register memory needs a size");
+    }
+    const auto offset = guest_region_->allocate(size);
+    if (!offset) {
+      throw VerbsError(fmt::format("the guest region {} has no {} bytes left for registered "
+                                   "memory ({} of {} in use)",
+                                   guest_region_->path(), size, guest_region_->heap_in_use(),
+                                   guest_region_->header().heap_size),
+                       ENOMEM);
+    }
+    const std::uint32_t id = c.next_region++;
+    const Region& region =
+        c.regions[id] = {guest_region_->base() + *offset, size, -1, next_shared_id_++, true};
+    regions_by_base_[region.base] = &region;
+    request.out.u32(id);
+    request.out.u64(*offset);
+    return;
+  }
   if (request.fds.size() != 1 || size == 0) {
     throw VerbsError("register memory needs one memfd and a size");
   }
@@ -219,6 +241,10 @@ void ShmFrontEnd::release(const Region& region) {
   // The mesh may still be writing a frame from this memory or reading one into it.
   engine_.release_memory(region.base, region.size);
   regions_by_base_.erase(region.base);
+  if (region.in_guest_heap) {
+    guest_region_->free(static_cast<std::uint64_t>(region.base - guest_region_->base()));
+    return;
+  }
   munmap(region.base, region.size);
   if (region.fd >= 0) {
     close(region.fd);

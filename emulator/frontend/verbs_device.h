@@ -32,6 +32,9 @@ std::uint64_t node_guid(const std::string& mac);
 struct SysfsDevice {
   std::string name;         // the IB device's name (ibv_devices), e.g. ernic_1
   std::string socket_path;  // the instance's shared-memory front end
+  // The guest region the front end also serves (a file on the host, a PCI BAR's resource file
+  // in a guest); the provider uses it instead of the socket when given.
+  std::string region_path;
   std::string mac;
   std::vector<std::string> gids;
 };

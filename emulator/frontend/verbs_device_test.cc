@@ -41,12 +41,13 @@ TEST_CASE("the sysfs folder has what libibverbs reads to discover and describe t
   TestDir dir("verbs-sysfs");
   const auto root = dir / "sysfs";
   write_sysfs(root.string(),
-              {"ernic_1", "/tmp/e1.sock", "02:00:00:00:00:01", {"fe80::1", "10.77.0.1"}});
+              {"ernic_1", "/tmp/e1.sock", "", "02:00:00:00:00:01", {"fe80::1", "10.77.0.1"}});
   CHECK(read(root / "class/infiniband_verbs/abi_version") == "6\n");
   CHECK(read(root / "class/infiniband_verbs/ernic_uverbs0/ibdev") == "ernic_1\n");
   CHECK(read(root / "class/infiniband_verbs/ernic_uverbs0/dev") == "0:0\n");
   const auto ib = root / "class/infiniband/ernic_1";
   CHECK(read(ib / "ernic_socket") == "/tmp/e1.sock\n");
+  CHECK_FALSE(std::filesystem::exists(ib / "ernic_region"));
   CHECK(read(ib / "node_guid") == "0000:00ff:fe00:0001\n");
   CHECK(read(ib / "device/vendor") == "0x1dd8\n");
   CHECK(read(ib / "device/device") == "0x1002\n");
@@ -54,7 +55,17 @@ TEST_CASE("the sysfs folder has what libibverbs reads to discover and describe t
   CHECK(read(ib / "ports/1/gids/1") == "0000:0000:0000:0000:0000:ffff:0a4d:0001\n");
   CHECK(read(ib / "ports/1/gid_attrs/types/0") == "RoCE v2\n");
   CHECK_FALSE(std::filesystem::exists(ib / "ports/1/gids/2"));
-  CHECK_THROWS_WITH(write_sysfs(root.string(), {"ernic_2", "/s", "02:00:00:00:00:02", {"x"}}),
+  // A guest's folder names the region it reaches its instance through, and no socket.
+  const auto guest = dir / "guest";
+  write_sysfs(guest.string(), {"ernic_3",
+                               "",
+                               "/sys/bus/pci/devices/0000:00:05.0/resource2",
+                               "02:00:00:00:00:03",
+                               {"fe80::3"}});
+  CHECK(read(guest / "class/infiniband/ernic_3/ernic_region") ==
+        "/sys/bus/pci/devices/0000:00:05.0/resource2\n");
+  CHECK_FALSE(std::filesystem::exists(guest / "class/infiniband/ernic_3/ernic_socket"));
+  CHECK_THROWS_WITH(write_sysfs(root.string(), {"ernic_2", "/s", "", "02:00:00:00:00:02", {"x"}}),
                     Catch::Contains("GID 'x'"));
 }
 

@@ -26,7 +26,12 @@ void write_sysfs(const std::string& root, const SysfsDevice& device) {
   write_attribute(verbs / "dev", "0:0");
   write_attribute(verbs / "abi_version", "1");
   const fs::path ib = fs::path(root) / "class/infiniband" / device.name;
-  write_attribute(ib / "ernic_socket", device.socket_path);
+  if (!device.socket_path.empty()) {
+    write_attribute(ib / "ernic_socket", device.socket_path);
+  }
+  if (!device.region_path.empty()) {
+    write_attribute(ib / "ernic_region", device.region_path);
+  }
   write_attribute(ib / "node_type", "1: CA");
   const std::uint64_t guid = node_guid(device.mac);
   const std::string guid_text =

@@ -107,8 +107,10 @@ bool EventLoop::run_due_timers() {
     }
   }
   for (Timer& t : due) {
-    t.task();
-    ran = true;
+    if (t.task) {
+      t.task();
+      ran = true;
+    }
   }
   if (deadline_source_) {
     auto d = deadline_source_();

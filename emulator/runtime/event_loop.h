@@ -38,6 +38,9 @@ class EventLoop {
   // Runs `task` at `when` (once). Returns an id for cancel_timer.
   std::uint64_t add_timer(Clock::time_point when, std::function<void()> task);
   void cancel_timer(std::uint64_t id);
+  // Wakes the loop at `when` to ask its pollers again, for memory nobody rings (a guest region);
+  // unlike a timer, not counted as work, so the loop blocks again at once when they find none.
+  std::uint64_t wake_at(Clock::time_point when) { return add_timer(when, nullptr); }
   // Called when the pollers did work and after each fd handler, so that what one produced
   // (frames to write, completions to notify: batched here) does not wait for the next one.
   void set_after_work(std::function<void()> hook) { after_work_ = std::move(hook); }

@@ -165,6 +165,12 @@ std::string write_stats(const std::string& path, const Counters& c) {
   text += fmt::format("rnr_retries : {}\n", e.rnr_retries);
   text += fmt::format("naks_sent : {}\n", e.naks_sent);
   text += fmt::format("clients : {}\n", c.front == nullptr ? 0 : c.front->clients());
+  if (c.front != nullptr && c.front->guest_region() != nullptr) {
+    text += fmt::format("guest_region : {}\n", c.front->guest_region()->path());
+    text += fmt::format("guest_clients : {}\n", c.front->guest_clients());
+    text +=
+        fmt::format("guest_region_bytes_registered : {}\n", c.front->guest_region()->heap_in_use());
+  }
   if (c.mesh != nullptr) {
     text += fmt::format("mesh_peers : {}\n", c.mesh->peers);
     text += fmt::format("mesh_wire_bytes_sent : {}\n", c.mesh->wire_bytes_sent);
@@ -372,9 +378,15 @@ int run_instance(const InstanceConfig& config) {
     loop.add_timer(EventLoop::Clock::now() + config.stats_interval, stats_tick);
   };
 
+  std::unique_ptr<GuestRegionFile> guest_region;
   auto on_ready = [&] {
     try {
       front.listen(config.socket_path);
+      if (!config.guest_region.empty()) {
+        guest_region =
+            std::make_unique<GuestRegionFile>(config.guest_region, config.guest_region_size);
+        front.serve_guest_region(*guest_region);
+      }
     } catch (const std::exception& e) {
       log.error("ernic: {}", e.what());
       exit_status = 1;
@@ -383,8 +395,9 @@ int run_instance(const InstanceConfig& config) {
     }
     if (!config.verbs_sysfs.empty()) {
       try {
-        verbs_device::write_sysfs(config.verbs_sysfs,
-                                  {config.verbs_name, config.socket_path, config.mac, config.gids});
+        verbs_device::write_sysfs(
+            config.verbs_sysfs,
+            {config.verbs_name, config.socket_path, config.guest_region, config.mac, config.gids});
       } catch (const std::exception& e) {
         log.error("ernic: cannot describe the device for verbs programs: {}", e.what());
         exit_status = 1;

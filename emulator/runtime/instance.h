@@ -36,6 +36,10 @@ struct InstanceConfig {
   // and the device's name there (frontend/verbs_device.h).
   std::string verbs_sysfs;
   std::string verbs_name = "ernic_0";
+  // A QEMU guest's shared-memory file the instance serves too (frontend/guest_region.h), empty
+  // for none, and the size it is created with when missing.
+  std::string guest_region;
+  std::uint64_t guest_region_size = std::uint64_t{128} << 20;
   std::string log_file;
   LogLevel log_level = LogLevel::kInfo;
   std::string token;

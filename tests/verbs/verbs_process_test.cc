@@ -10,6 +10,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -20,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/verbs_device.h"
 #include "frontend/verbs_environment.h"
 #include "hosts/local_host.h"
 #include "runtime/instance.h"
@@ -133,10 +135,16 @@ bool server_listens(std::uint16_t port) {
          proc_net_tcp_listens(read_all("/proc/net/tcp6"), port);
 }
 
+// Through guest regions (`through_guest_regions`), each instance also serves a region file, and
+// the programs see a device folder as a guest's: the region's path and no socket, so that every
+// control call, ring and registered page goes through the region as from a QEMU guest.
 class TwoInstances {
  public:
-  TwoInstances() : dir_("verbs") {
+  explicit TwoInstances(bool through_guest_regions = false) : dir_("verbs") {
     SupervisorConfig config;
+    if (through_guest_regions) {
+      config.guest_regions = {dir_.path() / "instance1.region", dir_.path() / "instance2.region"};
+    }
     config.executable = ERNIC_BINARY;
     config.instances = 2;  // each with a verbs device of its own (ernic_1, ernic_2)
     config.token = "verbs-test-token";
@@ -148,10 +156,23 @@ class TwoInstances {
     worker_info_ = supervisor_.instances().at(1);
     REQUIRE(std::filesystem::exists(manager_.verbs_sysfs));
     REQUIRE(std::filesystem::exists(worker_info_.verbs_sysfs));
+    if (through_guest_regions) {
+      for (const InstanceInfo* info : {&manager_, &worker_info_}) {
+        const auto folder = dir_.path() / fmt::format("guest{}-sysfs", info->id);
+        verbs_device::write_sysfs(
+            folder.string(),
+            {info->verbs_device, "", info->guest_region.string(), info->mac, info->gids});
+        guest_sysfs_.push_back(folder);
+      }
+    }
   }
   ~TwoInstances() { supervisor_.stop(); }
 
   VerbsEnvironment environment(int instance) const {
+    if (!guest_sysfs_.empty()) {
+      return verbs_environment(guest_sysfs_.at(instance == 1 ? 0 : 1).string(),
+                               ERNIC_VERBS_LIBRARY_DIR);
+    }
     return verbs_environment(
         (instance == 1 ? manager_.verbs_sysfs : worker_info_.verbs_sysfs).string(),
         ERNIC_VERBS_LIBRARY_DIR);
@@ -207,11 +228,13 @@ class TwoInstances {
   Supervisor supervisor_;  // stops the manager last, whatever happens
   InstanceInfo manager_;
   InstanceInfo worker_info_;
+  std::vector<std::filesystem::path> guest_sysfs_;
 };
 
-TEST_CASE("rc_verbs_check passes between a manager's and a worker's verbs devices") {
-  TwoInstances instances;
-  const std::string port = port_for_test(7);
+// rc_verbs_check between the two devices: every verb at 1, 4 KiB + 1, 64 KiB and 8 MiB with its
+// data verified, the bad keys and the counters that saw it.
+void check_rc_verbs(TwoInstances& instances, int port_index) {
+  const std::string port = port_for_test(port_index);
   const auto run =
       instances.run_pair(RC_VERBS_CHECK_BINARY, {"server", port, "-d", "ernic_1", "-g", "0"},
                          {"client", "127.0.0.1", port, "-d", "ernic_2", "-g", "0"},
@@ -249,6 +272,11 @@ TEST_CASE("rc_verbs_check passes between a manager's and a worker's verbs device
   CHECK_THAT(client_stats_text, Catch::Contains("Per-QP Statistics:\n"));
 }
 
+TEST_CASE("rc_verbs_check passes between a manager's and a worker's verbs devices") {
+  TwoInstances instances;
+  check_rc_verbs(instances, 7);
+}
+
 TEST_CASE("the device's QP and registered-memory limits fail as a real device's do") {
   TwoInstances instances;
   const auto output = instances.dir() / "limits_check.out";
@@ -263,25 +291,9 @@ TEST_CASE("the device's QP and registered-memory limits fail as a real device's 
   CHECK(instances.supervisor().check_alive().empty());
 }
 
-// Debian's own binaries, unmodified (ibverbs-utils, perftest): each tool's success as it reports
-// it, and the bytes the instances' counters saw move.
-TEST_CASE("Debian's ibv_devinfo, ibv_rc_pingpong and perftest run through the provider") {
-  if (!std::filesystem::exists("/usr/bin/ib_write_bw") ||
-      !std::filesystem::exists("/usr/bin/ibv_rc_pingpong")) {
-    WARN("perftest or ibverbs-utils is not installed (.ci/install-packages --all installs them)");
-    return;
-  }
-  TwoInstances instances;
-  const auto devinfo_out = instances.dir() / "ibv_devinfo.out";
-  Child devinfo(spawn_with_environment("/usr/bin/ibv_devinfo", {"-v"}, instances.environment(1),
-                                       devinfo_out));
-  CHECK(devinfo.wait(std::chrono::seconds(30)) == 0);
-  const std::string info = read_all(devinfo_out);
-  CHECK_THAT(info, Catch::Contains("hca_id:\ternic_1"));
-  CHECK_THAT(info, Catch::Contains("PORT_ACTIVE"));
-  CHECK_THAT(info, Catch::Contains("vendor_id:\t\t\t0x1dd8"));
-  CHECK_THAT(info, Catch::Contains("RoCE v2"));
-
+// ibv_rc_pingpong with validation and perftest's tools between the two instances' devices: each
+// tool's success as it reports it, and the bytes the instances' counters saw move.
+void run_debian_tools(TwoInstances& instances, int first_port) {
   const auto moved_before = stat_value(instances.worker().stats, "bytes_sent");
   struct Tool {
     std::string program;
@@ -302,9 +314,9 @@ TEST_CASE("Debian's ibv_devinfo, ibv_rc_pingpong and perftest run through the pr
        "65536",
        100 * 65536},
   };
-  int round = 0;
+  int round = first_port;
   for (const Tool& tool : tools) {
-    const std::string port = port_for_test(20 + round++);
+    const std::string port = port_for_test(round++);
     std::vector<std::string> server{"-d", "ernic_1", "-p", port};
     std::vector<std::string> client{"-d", "ernic_2", "-p", port};
     server.insert(server.end(), tool.args.begin(), tool.args.end());
@@ -330,6 +342,49 @@ TEST_CASE("Debian's ibv_devinfo, ibv_rc_pingpong and perftest run through the pr
   CHECK(instances.supervisor().check_alive().empty());
 }
 
+// Debian's own binaries, unmodified (ibverbs-utils, perftest): each tool's success as it reports
+// it, and the bytes the instances' counters saw move.
+TEST_CASE("Debian's ibv_devinfo, ibv_rc_pingpong and perftest run through the provider") {
+  if (!std::filesystem::exists("/usr/bin/ib_write_bw") ||
+      !std::filesystem::exists("/usr/bin/ibv_rc_pingpong")) {
+    WARN("perftest or ibverbs-utils is not installed (.ci/install-packages --all installs them)");
+    return;
+  }
+  TwoInstances instances;
+  const auto devinfo_out = instances.dir() / "ibv_devinfo.out";
+  Child devinfo(spawn_with_environment("/usr/bin/ibv_devinfo", {"-v"}, instances.environment(1),
+                                       devinfo_out));
+  CHECK(devinfo.wait(std::chrono::seconds(30)) == 0);
+  const std::string info = read_all(devinfo_out);
+  CHECK_THAT(info, Catch::Contains("hca_id:\ternic_1"));
+  CHECK_THAT(info, Catch::Contains("PORT_ACTIVE"));
+  CHECK_THAT(info, Catch::Contains("vendor_id:\t\t\t0x1dd8"));
+  CHECK_THAT(info, Catch::Contains("RoCE v2"));
+
+  run_debian_tools(instances, 20);
+}
+
+// The guest path without a VM: every control call, ring entry and registered page goes through
+// the instances' guest regions, as from programs in QEMU guests whose ivshmem devices map them.
+TEST_CASE("verbs programs reach their instances through guest regions, as from a guest") {
+  TwoInstances instances(true);
+  check_rc_verbs(instances, 8);
+  for (const InstanceInfo* info : {&instances.manager(), &instances.worker()}) {
+    const std::string stats = read_all(info->stats);
+    CHECK_THAT(stats, Catch::Contains("guest_region : " + info->guest_region.string()));
+    // rc_verbs_check's slot and its registered memory were given back when it closed the device.
+    CHECK(observe([&] { return stat_value(info->stats, "guest_clients") == 0; },
+                  std::chrono::seconds(5)));
+    CHECK(stat_value(info->stats, "guest_region_bytes_registered") == 0);
+  }
+  if (!std::filesystem::exists("/usr/bin/ib_write_bw") ||
+      !std::filesystem::exists("/usr/bin/ibv_rc_pingpong")) {
+    WARN("perftest or ibverbs-utils is not installed (.ci/install-packages --all installs them)");
+    return;
+  }
+  run_debian_tools(instances, 50);
+}
+
 std::vector<std::string> write_bw_args(const std::string& device, const std::string& port,
                                        const std::string& seconds) {
   return {"-d", device, "-x", "0", "-p", port, "-s", "65536", "-D", seconds, "-F"};
@@ -346,14 +401,11 @@ auto start_write_bw(TwoInstances& instances, const std::string& port, const std:
 }
 
 // A verbs program killed in the middle of a transfer takes nothing down with it: both instances
-// serve the next pair of programs.
-TEST_CASE("perftest killed mid-transfer leaves both instances serving the next point") {
-  if (!std::filesystem::exists("/usr/bin/ib_write_bw")) {
-    WARN("perftest is not installed (.ci/install-packages --all installs it)");
-    return;
-  }
-  TwoInstances instances;
-  auto [server, client] = start_write_bw(instances, port_for_test(40), "20", "killed");
+// serve the next pair of programs. Through a guest region nothing closes when a program dies:
+// its instance takes the slot back when the lease runs out (a guest destroyed looks the same).
+void kill_mid_transfer_then_run_again(bool through_guest_regions, int port_index) {
+  TwoInstances instances(through_guest_regions);
+  auto [server, client] = start_write_bw(instances, port_for_test(port_index), "20", "killed");
   const auto moving = stat_value(instances.worker().stats, "bytes_sent");
   CHECK(counts_at_least(instances.worker().stats, "bytes_sent", moving + (1u << 20)));
   kill(client->pid(), SIGKILL);
@@ -361,7 +413,12 @@ TEST_CASE("perftest killed mid-transfer leaves both instances serving the next p
   server->stop();
   CHECK(instances.supervisor().check_alive().empty());
 
-  const std::string next = port_for_test(41);
+  if (through_guest_regions) {
+    CHECK(observe([&] { return stat_value(instances.worker().stats, "guest_clients") == 0; },
+                  std::chrono::seconds(10)));
+    CHECK(stat_value(instances.worker().stats, "guest_region_bytes_registered") == 0);
+  }
+  const std::string next = port_for_test(port_index + 1);
   auto next_client = write_bw_args("ernic_2", next, "1");
   next_client.push_back("127.0.0.1");
   const auto run =
@@ -375,6 +432,19 @@ TEST_CASE("perftest killed mid-transfer leaves both instances serving the next p
   CHECK_THAT(run.client_text, Catch::Contains("65536"));
 }
 
+TEST_CASE("perftest killed mid-transfer leaves both instances serving the next point") {
+  if (!std::filesystem::exists("/usr/bin/ib_write_bw")) {
+    WARN("perftest is not installed (.ci/install-packages --all installs it)");
+    return;
+  }
+  SECTION("through the socket") {
+    kill_mid_transfer_then_run_again(false, 40);
+  }
+  SECTION("through guest regions") {
+    kill_mid_transfer_then_run_again(true, 43);
+  }
+}
+
 // The instance under a running perftest dies: perftest's next poll gets an error completion and
 // it exits, instead of waiting for a timeout.
 TEST_CASE("perftest whose instance is killed ends with an error completion at once") {
@@ -382,8 +452,12 @@ TEST_CASE("perftest whose instance is killed ends with an error completion at on
     WARN("perftest is not installed (.ci/install-packages --all installs it)");
     return;
   }
-  TwoInstances instances;
-  auto [server, client] = start_write_bw(instances, port_for_test(42), "30", "orphaned");
+  // Through a guest region the instance's heartbeat stands still instead of a socket closing.
+  const bool through_guest_regions = GENERATE(false, true);
+  INFO("through guest regions: " << through_guest_regions);
+  TwoInstances instances(through_guest_regions);
+  auto [server, client] =
+      start_write_bw(instances, port_for_test(through_guest_regions ? 46 : 42), "30", "orphaned");
   const auto moving = stat_value(instances.worker().stats, "bytes_sent");
   REQUIRE(counts_at_least(instances.worker().stats, "bytes_sent", moving + (1u << 20)));
   const auto killed_at = std::chrono::steady_clock::now();
