@@ -16,7 +16,8 @@ Platform builtin_platform() {
       .emulator_kinds = {&no_emulator(), &embedded_emulator(), &external_emulator()},
       // The order a user usually lists them in: packages and kernel settings, then the device.
       .setup_steps = {&packages_step(), &sysctl_step(), &memlock_step(), &soft_roce_step(),
-                      &rdma_device_step(), &gid_index_step(), &command_step()},
+                      &rdma_device_step(), &gid_index_step(), &command_step(),
+                      &instance_device_step()},
       .tools = builtin_tools(),
   };
 }

@@ -143,6 +143,10 @@ void Supervisor::wait_ready(InstanceInfo& info) {
   }
 }
 
+std::filesystem::path guest_region_path(const std::string& run_token, int id) {
+  return fmt::format("/dev/shm/ernic-{}-i{}", run_token, id);
+}
+
 InstanceInfo planned_instance(const SupervisorConfig& config, int id) {
   InstanceInfo info;
   info.id = id;

@@ -54,6 +54,10 @@ struct InstanceInfo {
   std::filesystem::path guest_region;  // empty: the instance serves no guest
 };
 
+// The shared-memory file through which instance `id` of run `run_token` serves a QEMU guest: in
+// /dev/shm, where QEMU's memory backend for a libvirt <shmem> of the same name finds it.
+std::filesystem::path guest_region_path(const std::string& run_token, int id);
+
 // Instance `id` of `config` before it starts: its role, socket, log, stats, MAC, GIDs and verbs
 // device (ernic_ID, described in its own folder: an instance removes that folder when it exits).
 InstanceInfo planned_instance(const SupervisorConfig& config, int id);

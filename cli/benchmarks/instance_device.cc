@@ -11,6 +11,10 @@ bool attached_to_instance(const HostFacts& facts) {
   return !host_fact(facts, "perf_socket").empty() && !host_fact(facts, "ernicctl").empty();
 }
 
+bool has_instance_device(const HostFacts& facts) {
+  return attached_to_instance(facts) || !host_fact(facts, "verbs_device").empty();
+}
+
 std::string use_instance_device(const HostFacts& facts, CommandSpec& spec) {
   const std::string sysfs = host_fact(facts, "verbs_sysfs");
   const std::string device = host_fact(facts, "verbs_device");
@@ -40,7 +44,7 @@ std::string gid_index_for(const HostFacts& facts, const PointParams& params) {
   if (params.has("gid_index")) {
     return params.text("gid_index");
   }
-  return attached_to_instance(facts) ? "0" : "";
+  return has_instance_device(facts) ? "0" : "";
 }
 
 }  // namespace ernic

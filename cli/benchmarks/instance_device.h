@@ -10,6 +10,9 @@ namespace ernic {
 // Whether the host is attached to an embedded emulator instance (emulators/placed_instances.h:
 // instance_facts gives it the instance's socket and the ernicctl that runs it).
 bool attached_to_instance(const HostFacts& facts);
+// Whether the host reaches an embedded instance's verbs device: attached to it on this machine,
+// or a guest it serves through a guest region (which runs no load generator).
+bool has_instance_device(const HostFacts& facts);
 
 // Points `spec` at the instance's verbs device: sets its environment and returns the device's
 // name (for `-d`). Throws std::invalid_argument naming the cause when the facts do not say where

@@ -460,7 +460,7 @@ class PerftestBenchmark final : public Benchmark {
       }
     } else {
       argv = {perftest_program(verb, mode)};
-      if (attached_to_instance(facts)) {
+      if (has_instance_device(facts)) {
         argv.insert(argv.end(), {"-d", use_instance_device(facts, spec)});
       } else if (std::string device = host_fact(facts, "rdma_device"); !device.empty()) {
         argv.insert(argv.end(), {"-d", device});

@@ -38,6 +38,11 @@ class PingpongBenchmark final : public Benchmark {
                             "RoCE devices, soft-RoCE included, need one (on an embedded emulator "
                             "instance's device 0, its first GID, by default)",
              .minimum = 0},
+            {.name = "validate",
+             .kind = ValueKind::kBoolean,
+             .description = "ibv_rc_pingpong checks the received buffer's contents in every "
+                            "round trip (-c)",
+             .default_text = "false"},
         }};
     return schema;
   }
@@ -98,7 +103,7 @@ class PingpongBenchmark final : public Benchmark {
     CommandSpec spec;
     spec.timeout = point.timeout;
     spec.argv = {"ibv_rc_pingpong"};
-    if (attached_to_instance(facts)) {
+    if (has_instance_device(facts)) {
       spec.argv.insert(spec.argv.end(), {"-d", use_instance_device(facts, spec)});
     } else if (std::string device = host_fact(facts, "rdma_device"); !device.empty()) {
       spec.argv.insert(spec.argv.end(), {"-d", device});
@@ -109,6 +114,9 @@ class PingpongBenchmark final : public Benchmark {
     spec.argv.insert(spec.argv.end(),
                      {"-n", p.has("iterations") ? p.text("iterations") : "100", "-s",
                       p.has("size") ? p.text("size") : "4096", "-p", std::to_string(point.port)});
+    if (p.has("validate") && p.flag("validate")) {
+      spec.argv.push_back("-c");
+    }
     if (!server_address.empty()) {
       spec.argv.push_back(server_address);
     }

@@ -1,6 +1,7 @@
 #include "commands/doctor_checks.h"
 
 #include "benchmarks/benchmark.h"
+#include "frontend/guest_region.h"
 #include "hosts/provider.h"
 #include "scenario/platform.h"
 #include "setup/setup_step.h"
@@ -219,6 +220,45 @@ DoctorCheck check_vfio_user(DoctorProbe& probe) {
   return check;
 }
 
+DoctorCheck check_guest_regions(DoctorProbe& probe) {
+  const std::string qemu = "qemu-system-x86_64";
+  DoctorCheck check{"guest regions", DoctorCheck::Level::kOk, "", ""};
+  const auto help = probe.has_program(qemu)
+                        ? probe.run({qemu, "-device", "help"}, std::chrono::seconds(30))
+                        : ProbeOutput{false, "", qemu + " is not installed"};
+  if (!help.ok || help.output.find("\"ivshmem-plain\"") == std::string::npos) {
+    check.level = DoctorCheck::Level::kWarning;
+    check.detail = help.ok ? "QEMU has no ivshmem-plain device"
+                           : fmt::format("cannot list QEMU's devices: {}", help.failure);
+    check.fix =
+        "apt-get install qemu-system-x86 (7.2 has ivshmem-plain; needed only for guests on "
+        "embedded instances)";
+    return check;
+  }
+  // Each guest's region is a file in /dev/shm (frontend/guest_region.h, 128 MiB by default).
+  const auto df = probe.run({"df", "-Pk", "/dev/shm"}, std::chrono::seconds(10));
+  std::istringstream lines(df.output);
+  std::string line;
+  std::getline(lines, line);  // the header
+  std::string filesystem, size, used, available;
+  if (!df.ok || !std::getline(lines, line) ||
+      !(std::istringstream(line) >> filesystem >> size >> used >> available)) {
+    check.level = DoctorCheck::Level::kWarning;
+    check.detail = "QEMU has ivshmem-plain; /dev/shm cannot be read";
+    check.fix = "mount -t tmpfs tmpfs /dev/shm";
+    return check;
+  }
+  const std::uint64_t free_mib = std::stoull(available) / 1024;
+  check.detail = fmt::format(
+      "QEMU has ivshmem-plain; /dev/shm has {} MiB free for guest regions (128 MiB a guest)",
+      free_mib);
+  if (free_mib < 2 * (emu::region::kDefaultSize >> 20)) {
+    check.level = DoctorCheck::Level::kWarning;
+    check.fix = "mount -o remount,size=1G /dev/shm";
+  }
+  return check;
+}
+
 DoctorCheck check_network_admin(DoctorProbe& probe) {
   DoctorCheck check{"bridge/TAP", DoctorCheck::Level::kOk, "", ""};
   // The reading process's capabilities: ernicctl's here, a login session's there.
@@ -295,6 +335,7 @@ std::vector<DoctorCheck> run_doctor_checks(DoctorProbe& probe, const DoctorOptio
       {"accelerator", [&] { return check_accelerator(probe); }},
       {"libvirtd", [&] { return check_libvirtd(probe, options.start_daemons, fixes); }},
       {"vfio-user", [&] { return check_vfio_user(probe); }},
+      {"guest regions", [&] { return check_guest_regions(probe); }},
       {"bridge/TAP", [&] { return check_network_admin(probe); }},
       {"memlock", [&] { return check_memlock(probe); }},
       {"socket buffers", [&] { return check_socket_buffers(probe, fixes); }},

@@ -44,6 +44,8 @@ DoctorCheck check_tools(DoctorProbe& probe,
 DoctorCheck check_accelerator(DoctorProbe& probe);
 DoctorCheck check_libvirtd(DoctorProbe& probe, bool start_daemons, bool apply_fixes);
 DoctorCheck check_vfio_user(DoctorProbe& probe);
+// What guests on embedded instances need: QEMU's ivshmem-plain device and room in /dev/shm.
+DoctorCheck check_guest_regions(DoctorProbe& probe);
 DoctorCheck check_network_admin(DoctorProbe& probe);
 // Guest images are built (and their kernel taken from /boot) on the machine that runs
 // ernicctl, so this one looks only there.

@@ -195,6 +195,30 @@ TEST_CASE("doctor: vfio-user from the machine's qemu device list", "[doctor]") {
   CHECK(check_vfio_user(probe).detail.find("failed: exit status 1") != std::string::npos);
 }
 
+TEST_CASE("doctor: guest regions need QEMU's ivshmem-plain and room in /dev/shm", "[doctor]") {
+  FakeProbe probe;
+  CHECK(check_guest_regions(probe).level == DoctorCheck::Level::kWarning);
+  probe.programs = {"qemu-system-x86_64"};
+  probe.commands["qemu-system-x86_64 -device help"] = {true, "name \"virtio-net-pci\"\n", ""};
+  auto no_device = check_guest_regions(probe);
+  CHECK(no_device.level == DoctorCheck::Level::kWarning);
+  CHECK(no_device.detail == "QEMU has no ivshmem-plain device");
+  probe.commands["qemu-system-x86_64 -device help"] = {
+      true, "name \"ivshmem-plain\", bus PCI, desc \"Inter-VM shared memory\"\n", ""};
+  probe.commands["df -Pk /dev/shm"] = {true,
+                                       "Filesystem 1024-blocks Used Available Capacity Mounted on\n"
+                                       "tmpfs 12000000 0 12000000 0% /dev/shm\n",
+                                       ""};
+  auto ready = check_guest_regions(probe);
+  CHECK(ready.level == DoctorCheck::Level::kOk);
+  CHECK(ready.detail.find("11718 MiB free") != std::string::npos);
+  probe.commands["df -Pk /dev/shm"] = {true,
+                                       "Filesystem 1024-blocks Used Available Capacity Mounted on\n"
+                                       "tmpfs 65536 0 65536 0% /dev/shm\n",
+                                       ""};
+  CHECK(check_guest_regions(probe).level == DoctorCheck::Level::kWarning);
+}
+
 TEST_CASE("doctor: libvirtd answers, and its dnsmasq folder is made on this machine", "[doctor]") {
   FakeProbe probe;
   probe.libvirt = {true, "9.0.0", "", {"virtlogd", "libvirtd"}};
@@ -225,8 +249,8 @@ TEST_CASE("doctor: a remote machine gets every check but the guest kernel; a los
   for (const auto& check : checks) {
     names.push_back(check.name);
   }
-  CHECK(names == std::vector<std::string>{"accelerator", "libvirtd", "vfio-user", "bridge/TAP",
-                                          "memlock", "socket buffers", "tools"});
+  CHECK(names == std::vector<std::string>{"accelerator", "libvirtd", "vfio-user", "guest regions",
+                                          "bridge/TAP", "memlock", "socket buffers", "tools"});
   remote.broken = true;
   for (const auto& check : run_doctor_checks(remote, options)) {
     CHECK(check.level == DoctorCheck::Level::kMissing);

@@ -69,6 +69,18 @@ class RunningEmbedded final : public RunningEmulator {
     }
     return manifest;
   }
+  std::map<int, InstanceTraffic> traffic() const override {
+    std::map<int, InstanceTraffic> moved;
+    for (const auto& info : supervisor_->instances()) {
+      const auto stats = emu::Supervisor::read_stats(info.stats);
+      auto counter = [&stats](const char* key) -> std::uint64_t {
+        auto it = stats.find(key);
+        return it == stats.end() ? 0 : std::strtoull(it->second.c_str(), nullptr, 10);
+      };
+      moved[info.id] = {counter("total_bytes_sent"), counter("total_bytes_received")};
+    }
+    return moved;
+  }
   bool detach() override {
     supervisor_->detach();
     return true;
@@ -184,6 +196,11 @@ class EmbeddedEmulator final : public EmulatorKind {
   }
   std::unique_ptr<RunningEmulator> start(const Config& config, EmulatorContext& context) override {
     if (auto plan = placed_plan(config, context)) {
+      if (!context.guest_instances.empty()) {
+        throw std::runtime_error(
+            "emulator.instances: guests served by placed instances (the list form) are not "
+            "supported yet; give `instances` as a count, with the guests on this machine");
+      }
       return start_placed(*plan, context);
     }
     emu::SupervisorConfig settings = settings_of(config, context);
@@ -201,6 +218,15 @@ class EmbeddedEmulator final : public EmulatorKind {
           }
           std::filesystem::remove_all(dir);
         });
+    // The regions outlive the instances (QEMU maps them too): removed after both are gone.
+    for (const auto& region : settings.guest_regions) {
+      if (!region.empty()) {
+        context.cleanup->push(fmt::format("remove {}", region.string()), [region] {
+          std::error_code ignored;
+          std::filesystem::remove(region, ignored);
+        });
+      }
+    }
     // Shared with the cleanup action, so the instances are stopped even if start() throws.
     auto supervisor = std::make_shared<emu::Supervisor>();
     context.cleanup->push("stop the embedded emulator instances",
@@ -231,6 +257,13 @@ class EmbeddedEmulator final : public EmulatorKind {
     }
     if (config.text("copies", "loop") == "thread") {
       settings.extra_args.push_back("--mesh-copy-thread");
+    }
+    for (int id : context.guest_instances) {
+      if (id >= 1 && id <= settings.instances) {
+        settings.guest_regions.resize(static_cast<std::size_t>(settings.instances));
+        settings.guest_regions[static_cast<std::size_t>(id) - 1] =
+            emu::guest_region_path(context.run_token, id);
+      }
     }
     return settings;
   }

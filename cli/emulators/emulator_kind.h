@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -13,6 +14,7 @@
 #include "base/schema.h"
 #include "benchmarks/benchmark.h"
 #include "emulators/instance_manifest.h"
+#include "history/history_record.h"
 #include "hosts/host.h"
 
 namespace ernic {
@@ -31,6 +33,9 @@ class RunningEmulator {
   virtual nlohmann::json record() const = 0;
   // The instances as rocm-ernic's service layer lists them (instance_manifest.h).
   virtual InstanceManifest manifest() const = 0;
+  // What each instance (by id) has moved so far, from its counters; empty when this kind cannot
+  // tell. A point's traffic is the difference of two calls.
+  virtual std::map<int, InstanceTraffic> traffic() const { return {}; }
   // Leaves the instances running after ernicctl exits (`ernicctl up`). False when this kind
   // cannot: its instances die with ernicctl.
   virtual bool detach() { return false; }
@@ -46,6 +51,9 @@ struct EmulatorContext {
   // The scenario's hosts by name, for instances placed on them (EmulatorKind::placement_hosts
   // are created before start()); null for a host that does not exist (yet).
   std::function<Host*(const std::string&)> host;
+  // Instances attached to a guest that reaches them through a guest region (a libvirt host with
+  // `instance: N`): the embedded kind has each of them serve one.
+  std::vector<int> guest_instances;
 };
 
 // One value of the scenario's `emulator.kind`: none, embedded (this repository's emulator),

@@ -10,6 +10,7 @@
 
 #include "base/interrupt.h"
 #include "base/version.h"
+#include "frontend/verbs_environment.h"
 #include "hosts/local_host.h"
 #include "hosts/ssh/ssh_host.h"
 #include "runtime/instance.h"
@@ -384,6 +385,20 @@ HostFacts instance_facts(const emu::InstanceInfo& info, const std::string& ernic
   std::string gids;
   for (const auto& gid : info.gids) {
     gids += (gids.empty() ? "" : ",") + gid;
+  }
+  if (!info.guest_region.empty()) {
+    // A guest reaches the instance through its region only: no socket, no load generator; the
+    // image's provider, and the device folder the instance-device step writes in the guest (the
+    // rdma-device and gid-index steps read it as the guest's sysfs).
+    return {{"emulator_instance", std::to_string(info.id)},
+            {"emulator_role", info.role},
+            {"emulator_gids", gids},
+            {"emulator_mac", info.mac},
+            {"guest_region", info.guest_region.filename().string()},
+            {"verbs_device", info.verbs_device},
+            {"verbs_sysfs", emu::kGuestVerbsSysfs},
+            {"sysfs_root", emu::kGuestVerbsSysfs},
+            {"verbs_library_dir", emu::kGuestVerbsLibraryDir}};
   }
   return {{"perf_socket", info.socket.string()},
           {"ernicctl", ernicctl},

@@ -250,6 +250,14 @@ void to_json(json& out, const PointRecord& point) {
     }
     out["tenants"] = tenants;
   }
+  if (!point.instances.empty()) {
+    json instances = json::object();
+    for (const auto& [id, traffic] : point.instances) {
+      instances[id] = {{"bytes_sent", traffic.bytes_sent},
+                       {"bytes_received", traffic.bytes_received}};
+    }
+    out["instances"] = instances;
+  }
   if (point.rung) {
     out["rung"] = rung_number(*point.rung);
     json overrides = json::object();

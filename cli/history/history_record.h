@@ -109,6 +109,13 @@ struct TenantRecord {
   std::map<std::string, std::string> commands;
 };
 
+// What an emulator instance moved while a point ran: the deltas of its stats file's
+// total_bytes_sent and total_bytes_received (every verb's payload, as rocm-ernic counts it).
+struct InstanceTraffic {
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t bytes_received = 0;
+};
+
 struct PointRecord {
   std::string id;
   std::string benchmark;
@@ -138,6 +145,8 @@ struct PointRecord {
   // whose rung differs; nullopt in records written before rungs (point_rung() derives it).
   std::optional<Rung> rung;
   std::map<std::string, Rung> metric_rungs;
+  // Points on emulator instances: what each instance (by id) moved meanwhile; empty otherwise.
+  std::map<std::string, InstanceTraffic> instances;
 
   bool passed() const { return status == "passed"; }
   std::string param(const std::string& name) const;  // "" when absent

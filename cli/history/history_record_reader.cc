@@ -268,6 +268,16 @@ PointRecord read_point(const FieldReader& in) {
     tenant.read("hosts", point.tenants[tenant_name].hosts);
     tenant.read("commands", point.tenants[tenant_name].commands);
   }
+  auto instances = in.child("instances", json::value_t::object);
+  for (const auto& [id, value] : instances.raw().items()) {
+    FieldReader instance(value, instances.name(id.c_str()), in.problems());
+    if (!instance.is_object()) {
+      in.problem(instance.path() + " must be an object");
+      continue;
+    }
+    instance.read("bytes_sent", point.instances[id].bytes_sent);
+    instance.read("bytes_received", point.instances[id].bytes_received);
+  }
   in.read("repetitions", point.repetitions);
   in.read("duration_s", point.duration_s);
   in.read("group", point.group);

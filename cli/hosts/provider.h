@@ -71,6 +71,9 @@ class HostProvider {
   // `out`, located by the values' own locations (Config::diagnostic).
   virtual void check(const std::vector<HostSpec>& /*hosts*/, const Config& /*scenario*/,
                      Diagnostics& /*out*/) const {}
+  // Whether a host of this provider attached to an embedded instance (`instance: N`) is a VM that
+  // reaches it through a guest region (libvirt): the instance then serves one for it.
+  virtual bool reaches_instances_through_regions() const { return false; }
   // Whether this provider's hosts run programs from this machine's filesystem (local, netns):
   // their tools are checked before anything starts.
   virtual bool shares_this_filesystem() const { return false; }

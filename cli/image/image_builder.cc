@@ -17,7 +17,9 @@
 
 #include "base/interrupt.h"
 #include "base/local_process.h"
+#include "frontend/verbs_environment.h"
 #include "image/guest_files.h"
+#include "image/image_digest.h"
 
 namespace ernic {
 namespace fs = std::filesystem;
@@ -31,6 +33,7 @@ using guest_files::write_text;
 
 // Bump when the builder changes what it puts into an image: cached images then rebuild.
 constexpr const char* kBuilderVersion = "ernicctl-image-builder/2";
+constexpr const char* kVerbsProviderFiles[] = {"libernic-rdmav34.so", "libernic-cdev.so"};
 
 using Seconds = std::chrono::duration<double>;
 
@@ -58,6 +61,8 @@ class Build {
     }
     std::ofstream(log_, std::ios::app) << "## " << what << "\n";
   }
+  // A line of the builder's own in the build log.
+  void note(const std::string& text) { std::ofstream(log_, std::ios::app) << text << "\n"; }
 
   std::string run(const std::vector<std::string>& argv, std::chrono::seconds timeout,
                   const std::vector<std::pair<std::string, std::string>>& env = {}) {
@@ -275,6 +280,7 @@ class ImageStages {
         {"recipe_sha256", sha256_hex(recipe_.text)},
         {"cache_key", image_cache_key(recipe_, kernel_version_)},
         {"builder", kBuilderVersion},
+        {"verbs_provider", verbs_provider_digest()},
         {"built", utc_now()},
         {"build_seconds", tenths(seconds_since(started))},
         {"step_seconds", step_seconds_},
@@ -343,6 +349,24 @@ class ImageStages {
     build_.run(argv, std::chrono::seconds(1200));
   }
 
+  // The ERNIC verbs provider of this ernicctl, for guests an embedded instance serves through a
+  // guest region (the instance-device step points libibverbs at it). Part of the cache key: an
+  // image never carries a provider other than the one its instance speaks to.
+  void install_verbs_provider() {
+    const fs::path from = emu::verbs_library_dir();
+    const fs::path to = root_ / fs::path(emu::kGuestVerbsLibraryDir).relative_path();
+    for (const char* file : kVerbsProviderFiles) {
+      if (!fs::exists(from / file)) {
+        build_.note(fmt::format("no {} beside ernicctl: the image has no ERNIC verbs provider",
+                                (from / file).string()));
+        continue;
+      }
+      fs::create_directories(to);
+      fs::copy_file(from / file, to / file, fs::copy_options::overwrite_existing);
+      fs::permissions(to / file, fs::perms(0755));
+    }
+  }
+
   void configure_system() {
     write_text(root_ / "etc/hostname", recipe_.hostname + "\n");
     write_text(root_ / "etc/hosts",
@@ -353,6 +377,7 @@ class ImageStages {
     fs::remove(root_ / "var/lib/dbus/machine-id");
     write_limits(root_, recipe_.memlock);
     write_network_config(root_);
+    install_verbs_provider();
     // Timers that only cost CPU in a short-lived test guest.
     for (const char* unit : {"apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_all.timer",
                              "fstrim.timer", "man-db.timer"}) {
@@ -503,8 +528,20 @@ std::string resolve_kernel_version(const ImageRecipe& recipe, const fs::path& ro
   return recipe.kernel;
 }
 
+std::string verbs_provider_digest() {
+  const fs::path dir = emu::verbs_library_dir();
+  std::string digests;
+  for (const char* file : kVerbsProviderFiles) {
+    if (fs::exists(dir / file)) {
+      digests += fmt::format("{}={}\n", file, file_sha256(dir / file));
+    }
+  }
+  return digests.empty() ? "none" : sha256_hex(digests);
+}
+
 std::string image_cache_key(const ImageRecipe& recipe, const std::string& kernel_version) {
-  return sha256_hex(fmt::format("{}\nkernel={}\n{}", recipe.text, kernel_version, kBuilderVersion))
+  return sha256_hex(fmt::format("{}\nkernel={}\n{}\nverbs provider={}", recipe.text, kernel_version,
+                                kBuilderVersion, verbs_provider_digest()))
       .substr(0, 16);
 }
 

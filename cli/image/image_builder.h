@@ -35,6 +35,9 @@ std::string resolve_kernel_version(const ImageRecipe& recipe,
 // What names a build in the cache: the recipe's bytes, the kernel it boots and the builder's
 // own version (so a builder change rebuilds).
 std::string image_cache_key(const ImageRecipe& recipe, const std::string& kernel_version);
+// SHA-256 over the ERNIC verbs provider's files beside this ernicctl ("none" without them): the
+// image carries them, so they are part of its cache key.
+std::string verbs_provider_digest();
 
 // The folder a recipe's image lives in, built or not.
 std::filesystem::path image_dir(const ImageRecipe& recipe, const std::string& kernel_version,

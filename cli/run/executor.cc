@@ -111,6 +111,14 @@ Host& Executor::host(const std::string& name) {
 }
 
 EmulatorContext Executor::emulator_context() {
+  std::vector<int> guest_instances;
+  for (const auto& spec : plan_.scenario->hosts) {
+    const HostProvider* provider = platform_.provider(spec.provider);
+    if (spec.config.has("instance") && provider != nullptr &&
+        provider->reaches_instances_through_regions()) {
+      guest_instances.push_back(static_cast<int>(spec.config.integer("instance", 0)));
+    }
+  }
   return EmulatorContext{.run_dir = result_.run_dir,
                          .run_token = run_token_,
                          .cleanup = &cleanup_,
@@ -122,7 +130,8 @@ EmulatorContext Executor::emulator_context() {
                              }
                            }
                            return nullptr;
-                         }};
+                         },
+                         .guest_instances = std::move(guest_instances)};
 }
 
 RunResult Executor::run() {
@@ -438,9 +447,27 @@ void Executor::check_programs() {
   }
 }
 
+std::vector<SetupEntry> Executor::setup_entries() const {
+  // A guest served through a guest region sees its instance's device only once the device is
+  // described inside it: before anything of the scenario's, which may look for it.
+  SetupEntry device{.step = "instance-device", .hosts = {}, .config = Config()};
+  for (const auto& spec : plan_.scenario->hosts) {
+    if (auto facts = facts_.find(spec.name);
+        facts != facts_.end() && !host_fact(facts->second, "guest_region").empty()) {
+      device.hosts.push_back(spec.name);
+    }
+  }
+  std::vector<SetupEntry> entries;
+  if (!device.hosts.empty()) {
+    entries.push_back(std::move(device));
+  }
+  entries.insert(entries.end(), plan_.scenario->setup.begin(), plan_.scenario->setup.end());
+  return entries;
+}
+
 void Executor::apply_setup() {
   int index = 0;
-  for (const auto& entry : plan_.scenario->setup) {
+  for (const auto& entry : setup_entries()) {
     const SetupStep* step = platform_.setup_step(entry.step);
     for (const auto& host_name : entry.hosts) {
       throw_if_interrupted();

@@ -62,6 +62,8 @@ class Executor {
   void attach_hosts_to_instances();
   void check_programs();
   void apply_setup();
+  // The scenario's setup entries, after the ones every run applies by itself.
+  std::vector<SetupEntry> setup_entries() const;
   void collect_tool_versions();
   void run_points();
   // Points that start together (one, or a concurrent group's), every repetition.

@@ -108,14 +108,23 @@ void Executor::run_points() {
       members = start.points;
     }
     auto started = Clock::now();
+    const auto traffic_before = emulator_ ? emulator_->traffic() : std::map<int, InstanceTraffic>{};
     run_together(members);
     double duration_s = std::chrono::duration<double>(Clock::now() - started).count();
+    const auto traffic_after = emulator_ ? emulator_->traffic() : std::map<int, InstanceTraffic>{};
     throw_if_interrupted();
     bool failed = false;
     for (int index : members) {
       const PlannedPoint& member = plan_.points[static_cast<std::size_t>(index)];
       PointResult& result = result_.points[static_cast<std::size_t>(index)];
       result.duration_s = duration_s;
+      for (const auto& [id, after] : traffic_after) {
+        const InstanceTraffic before =
+            traffic_before.contains(id) ? traffic_before.at(id) : InstanceTraffic{};
+        result.instances[id] = {
+            after.bytes_sent - std::min(after.bytes_sent, before.bytes_sent),
+            after.bytes_received - std::min(after.bytes_received, before.bytes_received)};
+      }
       status_.point_finished(index, total, member.id, result.status == PointStatus::kPassed,
                              point_headline(member, result));
       failed = failed || result.status == PointStatus::kFailed;

@@ -139,6 +139,9 @@ PointRecord point_record(const PointResult& result, const Scenario& scenario,
   if (!result.measured_by.empty()) {
     out.measured_by = result.measured_by;
   }
+  for (const auto& [id, traffic] : result.instances) {
+    out.instances[std::to_string(id)] = traffic;
+  }
   if (point.entry->multi_tenant()) {
     for (const Tenant& tenant : point.entry->tenants) {
       TenantRecord& recorded = out.tenants[tenant.name];

@@ -11,6 +11,7 @@
 
 #include "emulators/instance_manifest.h"
 #include "history/distribution.h"
+#include "history/history_record.h"
 #include "plan/plan.h"
 
 namespace ernic {
@@ -51,6 +52,9 @@ struct PointResult {
   std::vector<Sample> samples;
   nlohmann::json details;  // the last repetition's parser output
   double duration_s = 0;
+  // What each emulator instance (by id) moved while the point ran (with the points it ran
+  // together with); empty without instances.
+  std::map<int, InstanceTraffic> instances;
 };
 
 struct HostRecord {

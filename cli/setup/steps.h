@@ -12,5 +12,6 @@ const SetupStep& soft_roce_step();
 const SetupStep& packages_step();
 const SetupStep& sysctl_step();
 const SetupStep& command_step();
+const SetupStep& instance_device_step();
 
 }  // namespace ernic

@@ -25,6 +25,9 @@ inline constexpr std::uint64_t kMagic = 0x3152474349524e45;  // "ERNICGR1", litt
 inline constexpr std::uint32_t kVersion = 1;
 inline constexpr std::uint32_t kSlots = 8;
 inline constexpr std::size_t kPage = 4096;
+// What an instance creates when told no size: room for perftest's and ibv_rc_pingpong's buffers
+// up to 8 MiB messages (`-a`) several times over.
+inline constexpr std::uint64_t kDefaultSize = std::uint64_t{128} << 20;
 // The smallest region that holds the header, the slots and a useful heap.
 inline constexpr std::uint64_t kMinimumSize = std::uint64_t{16} << 20;
 

@@ -221,6 +221,9 @@ void ShmFrontEnd::drop(Client& c) {
     log_.debug("front end: client {} detached", c.fd);
   }
   clients_.erase(c.fd);  // destroys c
+  if (on_detach_) {
+    on_detach_();
+  }
 }
 
 void ShmFrontEnd::on_message(Client& c) {

@@ -45,6 +45,9 @@ class ShmFrontEnd final : public SharedMemoryDirectory {
   // outlive this front end's clients (close_all).
   void serve_guest_region(GuestRegionFile& region);
   void close_all();
+  // Called after a client went away (its program exited or closed the device): the counters
+  // are final for it, so whoever reads them per program (a run's point) gets them now.
+  void set_on_detach(std::function<void()> hook) { on_detach_ = std::move(hook); }
   // Sends the completion notifications batched during one loop iteration.
   void notify();
   std::size_t clients() const { return clients_.size(); }
@@ -153,6 +156,7 @@ class ShmFrontEnd final : public SharedMemoryDirectory {
   std::uint64_t next_shared_id_ = 1;
   DescriptorReserve reserve_;
   bool refusing_at_limit_ = false;  // logged once per episode
+  std::function<void()> on_detach_;
   GuestRegionFile* guest_region_ = nullptr;
   std::uint64_t guest_wakeup_ = 0;
   bool guest_slots_claimed_ = false;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 // What a verbs program sees of an instance's device: the identity the instance publishes in a
@@ -38,9 +39,12 @@ struct SysfsDevice {
   std::string mac;
   std::vector<std::string> gids;
 };
-// Writes the folder libibverbs reads when SYSFS_PATH names `root`:
-// class/infiniband_verbs/ernic_uverbs0 and class/infiniband/NAME. Throws std::runtime_error naming
-// the file it could not write.
+// The files of the folder libibverbs reads when SYSFS_PATH names it, relative to it, with their
+// contents: class/infiniband_verbs/ernic_uverbs0 and class/infiniband/NAME. Throws
+// std::runtime_error for a GID that is neither IPv6 nor IPv4.
+std::vector<std::pair<std::string, std::string>> sysfs_files(const SysfsDevice& device);
+// Writes sysfs_files(device) under `root`. Throws std::runtime_error naming the file it could not
+// write.
 void write_sysfs(const std::string& root, const SysfsDevice& device);
 
 }  // namespace ernic::emu::verbs_device

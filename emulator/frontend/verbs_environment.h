@@ -20,6 +20,11 @@ struct VerbsEnvironment {
   std::string command_prefix() const;
 };
 
+// In a guest served through a guest region: where the image carries the provider (ernicctl image
+// build installs it there) and where the run describes the instance's device.
+inline constexpr const char* kGuestVerbsLibraryDir = "/usr/lib/ernicctl";
+inline constexpr const char* kGuestVerbsSysfs = "/run/ernic/sysfs";
+
 // Where this executable's build or installation put the provider: <bindir>/../lib/ernicctl.
 std::string verbs_library_dir();
 VerbsEnvironment verbs_environment(const std::string& sysfs_path,

@@ -373,6 +373,7 @@ int run_instance(const InstanceConfig& config) {
                    traffic ? &*traffic : nullptr},
                   log);
   auto update_stats = [&stats] { stats.update(); };
+  front.set_on_detach(update_stats);
   std::function<void()> stats_tick = [&] {
     update_stats();
     loop.add_timer(EventLoop::Clock::now() + config.stats_interval, stats_tick);
@@ -430,6 +431,7 @@ int run_instance(const InstanceConfig& config) {
     exit_status = 1;
   }
   front.close_all();
+  front.set_on_detach({});
   if (!config.verbs_sysfs.empty()) {
     std::error_code ignored;
     std::filesystem::remove_all(config.verbs_sysfs, ignored);

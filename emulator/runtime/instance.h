@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/guest_region.h"
 #include "runtime/log.h"
 
 namespace ernic::emu {
@@ -39,7 +40,7 @@ struct InstanceConfig {
   // A QEMU guest's shared-memory file the instance serves too (frontend/guest_region.h), empty
   // for none, and the size it is created with when missing.
   std::string guest_region;
-  std::uint64_t guest_region_size = std::uint64_t{128} << 20;
+  std::uint64_t guest_region_size = region::kDefaultSize;
   std::string log_file;
   LogLevel log_level = LogLevel::kInfo;
   std::string token;

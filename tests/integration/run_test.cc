@@ -277,6 +277,24 @@ TEST_CASE("every scenario in scenarios/ validates and dry-runs") {
   CHECK_THAT(ernic.out, Catch::Contains("1dd8:1002:1dd8:5400"));
   // The emulator starts before the guests that attach to it.
   CHECK(ernic.out.find("emulator (external)") < ernic.out.find("hosts:"));
+
+  // Guests on embedded instances: each instance serves a guest region, which the guest's domain
+  // maps as an ivshmem device; the guests' device is described in them before any other step,
+  // and Debian's programs run under the image's provider.
+  auto embedded = run_ernicctl(
+      {"run", std::string(ERNIC_SOURCE_DIR) + "/scenarios/two-guest-embedded.yaml", "--dry-run"});
+  CHECK_THAT(embedded.out, Catch::Contains("--verbs-name ernic_2 --guest-region "
+                                           "'/dev/shm/ernic-<token>-i2'"));
+  CHECK_THAT(embedded.out, Catch::Contains("ivshmem-plain device on /dev/shm/ernic-<token>-i1"));
+  CHECK(embedded.out.find("instance-device on guest2") <
+        embedded.out.find("rdma-device on guest1"));
+  CHECK_THAT(
+      embedded.out,
+      Catch::Contains("SYSFS_PATH=/run/ernic/sysfs RDMAV_DRIVERS=/usr/lib/ernicctl/libernic "
+                      "LD_PRELOAD=/usr/lib/ernicctl/libernic-cdev.so ib_write_bw -d ernic_2"));
+  CHECK_THAT(embedded.out, Catch::Contains(" -c 192.168.235.10"));
+  // Scenarios without guests on embedded instances create no region.
+  CHECK_THAT(ernic.out, !Catch::Contains("--guest-region"));
 }
 
 }  // namespace example_scenarios

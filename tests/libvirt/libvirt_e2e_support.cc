@@ -81,6 +81,12 @@ std::vector<std::string> leftovers(const std::string& token) {
     virStoragePoolFree(pools[i]);
   }
   free(pools);
+  // Guest regions of embedded instances (/dev/shm/ernic-TOKEN-iN).
+  for (const auto& entry : fs::directory_iterator("/dev/shm")) {
+    if (entry.path().filename().string().rfind(prefix + "-i", 0) == 0) {
+      found.push_back("guest region " + entry.path().string());
+    }
+  }
   if (fs::exists(fs::path("/var/lib/libvirt/images") / prefix)) {
     found.push_back("overlay folder /var/lib/libvirt/images/" + prefix);
   }

@@ -189,6 +189,7 @@ LibvirtGuestConfig parse_libvirt_guest(const HostSpec& host, const fs::path& bas
   config.accelerator = section.text("accelerator", config.accelerator);
   config.login = section.text("login", config.login);
   config.emulator_socket = section.text("emulator_socket", config.emulator_socket);
+  config.instance = static_cast<int>(host.config.integer("instance", 0));
   const Config timeouts = section.object("timeouts");
   StageTimeouts& stages = config.timeouts;
   stages.running = whole_seconds(timeouts.duration("running", stages.running));

@@ -36,6 +36,7 @@ struct LibvirtGuestConfig {
   std::string accelerator = "auto";  // auto, kvm, tcg
   std::string login = "root";        // root (when the image allows it) or user
   std::string emulator_socket;       // an emulator instance's vfio-user socket
+  int instance = 0;                  // `instance: N` of the host entry; 0: none
   StageTimeouts timeouts;
 };
 

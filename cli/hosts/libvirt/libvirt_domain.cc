@@ -139,6 +139,13 @@ std::string domain_xml(const DomainSpec& spec) {
   // element give a headless guest.
   xml += "    <video>\n      <model type='none'/>\n    </video>\n";
   xml += "    <memballoon model='none'/>\n";
+  if (!spec.guest_region.empty()) {
+    // ivshmem-plain (QEMU 7.2 has it; no interrupts, so both sides poll): BAR 2 is the file.
+    xml += fmt::format(
+        "    <shmem name='{}'>\n      <model type='ivshmem-plain'/>\n      <size "
+        "unit='M'>{}</size>\n    </shmem>\n",
+        e(spec.guest_region), spec.guest_region_mib);
+  }
   xml += "  </devices>\n";
   if (!spec.vfio_user_socket.empty()) {
     nlohmann::json device = {{"driver", "vfio-user-pci"},

@@ -39,6 +39,10 @@ struct DomainSpec {
   // An emulator instance's vfio-user socket; empty when no emulated NIC is attached.
   std::string vfio_user_socket;
   std::string emulator_binary;  // empty: libvirt's default QEMU
+  // An embedded instance's guest region: an ivshmem-plain device whose memory is the
+  // shared-memory file /dev/shm/NAME the instance maps; empty for none.
+  std::string guest_region;
+  std::uint64_t guest_region_mib = 0;
 };
 
 // The libvirt domain XML for `spec`. Throws std::invalid_argument for a spec libvirt would

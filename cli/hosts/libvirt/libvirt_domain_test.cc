@@ -52,6 +52,10 @@ std::map<std::string, DomainSpec> variants() {
   auto shared = base_spec();
   shared.shared_memory = true;
   all["shared-memory"] = shared;
+  auto region = base_spec();
+  region.guest_region = "ernic-abc123-i1";
+  region.guest_region_mib = 128;
+  all["guest-region"] = region;
   return all;
 }
 
@@ -112,6 +116,19 @@ TEST_CASE("an attached emulator instance gets shared memfd memory and a vfio-use
       xml.find("<qemu:arg value='{&quot;driver&quot;:&quot;vfio-user-pci&quot;,&quot;socket&quot;:"
                "{&quot;path&quot;:&quot;/run/ernic/it&apos;s.sock&quot;,&quot;type&quot;:&quot;"
                "unix&quot;}}'/>") != std::string::npos);
+}
+
+TEST_CASE("a guest served through a guest region gets an ivshmem-plain device of its file",
+          "[libvirt]") {
+  auto spec = base_spec();
+  spec.guest_region = "ernic-abc123-i2";
+  spec.guest_region_mib = 128;
+  auto xml = domain_xml(spec);
+  CHECK(xml.find("<shmem name='ernic-abc123-i2'>\n      <model type='ivshmem-plain'/>\n      "
+                 "<size unit='M'>128</size>\n    </shmem>") != std::string::npos);
+  // The guest's own RAM stays private: only the region is shared with the instance.
+  CHECK(xml.find("memoryBacking") == std::string::npos);
+  CHECK(domain_xml(base_spec()).find("<shmem") == std::string::npos);
 }
 
 TEST_CASE("domain specs libvirt would reject are refused with the reason", "[libvirt]") {

@@ -12,12 +12,14 @@
 #include "hosts/libvirt/libvirt_accel.h"
 #include "hosts/libvirt/libvirt_boot.h"
 #include "hosts/libvirt/libvirt_connection.h"
+#include "hosts/libvirt/libvirt_guest_region.h"
 #include "hosts/libvirt/libvirt_handles.h"
 #include "hosts/libvirt/libvirt_image_upload.h"
 #include "hosts/libvirt/libvirt_resources.h"
 #include "hosts/ssh/ssh_jump.h"
 #include "image/image_builder.h"
 #include "image/recipe.h"
+#include "supervisor.h"
 
 namespace ernic {
 namespace fs = std::filesystem;
@@ -348,7 +350,10 @@ std::vector<std::string> LibvirtProvider::describe(const std::vector<HostSpec>& 
         guest.uri, domain, guest.vcpus, guest.memory_mib, guest.accelerator,
         run.dhcp ? "DHCP" : addresses[i], (context.run_dir / (guest.name + ".serial.log")).string(),
         guest.emulator_socket.empty()
-            ? std::string()
+            ? (served_by_embedded_instance(context.scenario, guest.instance)
+                   ? fmt::format(", ivshmem-plain device on {} (owned by QEMU's user)",
+                                 emu::guest_region_path(context.run_token, guest.instance).string())
+                   : std::string())
             : fmt::format(", shared memfd memory, -device vfio-user-pci socket {} (when QEMU has "
                           "vfio-user-pci)",
                           guest.emulator_socket),
@@ -420,6 +425,21 @@ std::vector<std::unique_ptr<Host>> LibvirtProvider::create(const std::vector<Hos
     create_overlay(connection, overlay, cleanup);
     DomainSpec spec = guest_domain_spec(guest, run, run.pool_dir / overlay.volume);
     attach_emulator(guest, spec, run, progress);
+    if (served_by_embedded_instance(context.scenario, guest.config.instance)) {
+      if (!run.local) {
+        throw std::runtime_error(fmt::format(
+            "hosts.{}: a guest on the remote libvirt host {} cannot be served by an embedded "
+            "instance on this machine: its guest region is this machine's shared memory",
+            guest.config.name, run.uri));
+      }
+      LibvirtText capabilities(virConnectGetCapabilities(connection->get()));
+      attach_guest_region(guest.config.name, context.run_token, guest.config.instance,
+                          capabilities
+                              ? qemu_dac_owner(capabilities.get(), guest.accelerator.accelerator)
+                              : std::nullopt,
+                          spec);
+      guest.emulated_nic = "guest region /dev/shm/" + spec.guest_region;
+    }
     std::string xml = domain_xml(spec);
     // A copy for a person to read: a full run directory must not stop the guest.
     if (auto reason = write_file_durably_or_reason(

@@ -124,8 +124,10 @@ struct LoopbackSshd {
   }
 };
 
+// A host entry as the loader types it: the keys every host has (`instance`, ...) and libvirt's.
 Config host_entry(const std::string& yaml) {
-  return make_config(YAML::Load(yaml), libvirt_host_schema(), "s.yaml", "hosts[0]");
+  static const ObjectSchema schema = host_schema_for(builtin_platform(), LibvirtProvider());
+  return make_config(YAML::Load(yaml), schema, "s.yaml", "hosts[0]");
 }
 
 // The scenario's top level as the loader types it.
