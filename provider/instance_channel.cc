@@ -77,6 +77,11 @@ int InstanceChannel::open(const std::string& socket_path, Identity& identity, st
     return map_error;
   }
   area_ = static_cast<emu::shm::Area*>(p);
+  return read_identity(r, identity, "the ERNIC instance at " + socket_path, why);
+}
+
+int InstanceChannel::read_identity(emu::ByteReader& r, Identity& identity,
+                                   const std::string& instance, std::string& why) {
   identity.node = r.u32();
   identity.pid = r.u32();
   identity.mac = r.str();
@@ -85,7 +90,7 @@ int InstanceChannel::open(const std::string& socket_path, Identity& identity, st
     identity.gids.push_back(r.str());
   }
   if (r.failed()) {
-    why = "the ERNIC instance at " + socket_path + " answered a malformed open";
+    why = instance + " answered a malformed open";
     return EPROTO;
   }
   return 0;

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/wire.h"
 #include "frontend/guest_region.h"
 #include "frontend/shm_protocol.h"
 
@@ -59,6 +60,9 @@ class InstanceChannel {
   bool instance_alive();
 
  private:
+  // The open call's answer: the instance's node, pid, MAC and GIDs; EPROTO when malformed.
+  static int read_identity(emu::ByteReader& r, Identity& identity, const std::string& instance,
+                           std::string& why);
   int call_through_mailbox(std::span<const std::byte> message, std::vector<std::byte>& data);
   void keep_lease();
   bool region_instance_alive();

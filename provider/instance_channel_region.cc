@@ -88,18 +88,7 @@ int InstanceChannel::open_region(const std::string& region_path, Identity& ident
     return error;
   }
   emu::ByteReader r(answer);
-  identity.node = r.u32();
-  identity.pid = r.u32();
-  identity.mac = r.str();
-  const std::uint16_t count = r.u16();
-  for (std::uint16_t i = 0; i < count; ++i) {
-    identity.gids.push_back(r.str());
-  }
-  if (r.failed()) {
-    why = "the ERNIC instance behind " + region_path + " answered a malformed open";
-    return EPROTO;
-  }
-  return 0;
+  return read_identity(r, identity, "the ERNIC instance behind " + region_path, why);
 }
 
 void InstanceChannel::keep_lease() {

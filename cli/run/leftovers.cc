@@ -32,6 +32,9 @@ const std::regex kNamespaceName("^ernic-([0-9a-f]{6})-.+$");
 const std::regex kDomainName("^ernic-([0-9a-f]{6})-.+$");
 const std::regex kNetworkOrPoolName("^ernic-([0-9a-f]{6})$");
 const std::regex kSocketDirName("^ernic-(?:ext-)?([0-9a-f]{6})$");
+// Guest regions of embedded instances (emu::guest_region_path), which QEMU keeps open too.
+const std::regex kGuestRegionName("^ernic-([0-9a-f]{6})-i[0-9]+$");
+const fs::path kSharedMemory = "/dev/shm";
 // RunLock's file, left behind when its ernicctl was killed (SIGKILL runs no destructor).
 const std::regex kRunLockName("^ernicctl-run-([0-9a-f]{6})\\.lock$");
 
@@ -70,6 +73,12 @@ void scan_names(Candidates& out) {
       out.items.push_back({*token, "directory", entry.path().string()});
     } else if (auto lock = token_of(name, kRunLockName); lock && entry.is_regular_file(ignored)) {
       out.items.push_back({*lock, "file", entry.path().string()});
+    }
+  }
+  for (const auto& entry : fs::directory_iterator(kSharedMemory, ignored)) {
+    std::string name = entry.path().filename().string();
+    if (auto token = token_of(name, kGuestRegionName); token && entry.is_regular_file(ignored)) {
+      out.items.push_back({*token, "file", entry.path().string()});
     }
   }
   if (fs::exists(kLibvirtImages)) {

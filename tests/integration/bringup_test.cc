@@ -267,6 +267,10 @@ TEST_CASE("down finds and removes what a killed run left, and leaves a live run 
   CHECK_THAT(listed.err, Contains("left alone: run " + token + " is still going"));
   CHECK(listed.out.find(token) == std::string::npos);
 
+  // A guest region its embedded instance would have made for a guest (this scenario has none:
+  // the file stands in for one, named as emu::guest_region_path names them).
+  const fs::path region = "/dev/shm/ernic-" + token + "-i1";
+  std::ofstream(region) << "region";
   // Killed outright: nothing of its own teardown runs.
   ::kill(run->pid(), SIGKILL);
   run->wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(10), false);
@@ -280,6 +284,8 @@ TEST_CASE("down finds and removes what a killed run left, and leaves a live run 
   CHECK(down.exit_code == 0);
   CHECK_THAT(down.out, Contains("removed netns ernic-" + token + "-server"));
   CHECK_THAT(down.out, Contains("removed directory /tmp/ernic-" + token));
+  CHECK_THAT(down.out, Contains("removed file " + region.string()));
+  CHECK_FALSE(fs::exists(region));
   CHECK(namespaces() == before);
   CHECK(processes_mentioning("/ernic-" + token + "/") == 0);
   CHECK_FALSE(fs::exists("/tmp/ernic-" + token));

@@ -19,7 +19,6 @@ namespace ernic::e2e {
 namespace {
 
 namespace fs = std::filesystem;
-using SteadyClock = std::chrono::steady_clock;
 
 constexpr const char* kSubnet = "192.168.236.0/24";
 constexpr std::uint64_t kLatencyIterations = 200;
@@ -68,15 +67,7 @@ TEST_CASE(
   REQUIRE(::geteuid() == 0);
   Daemons daemons;
   fs::path work = make_run_dir("em" + random_token());
-  SpawnOptions options;
-  options.argv = embedded_run_command(work);
-  auto started = SteadyClock::now();
-  auto run = Subprocess::spawn(
-      options, [](bool /*is_stderr*/, std::string_view data) { std::cerr << data; });
-  run->wait_until(SteadyClock::now() + std::chrono::minutes(25), false);
-  run->finish_output();
-  std::cerr << fmt::format("TIMING ernicctl run two-guest-embedded (reduced): {:.1f} s\n",
-                           std::chrono::duration<double>(SteadyClock::now() - started).count());
+  auto run = run_to_end(embedded_run_command(work), "ernicctl run two-guest-embedded (reduced)");
   INFO(run->stdout_text() << run->stderr_text());
   REQUIRE(run->exit_code() == 0);
 

@@ -47,6 +47,21 @@ std::vector<std::string> two_guest_run_args(const fs::path& work, const std::str
   return args;
 }
 
+std::unique_ptr<Subprocess> run_to_end(const std::vector<std::string>& argv,
+                                       const std::string& what) {
+  using SteadyClock = std::chrono::steady_clock;
+  SpawnOptions options;
+  options.argv = argv;
+  const auto started = SteadyClock::now();
+  auto run = Subprocess::spawn(
+      options, [](bool /*is_stderr*/, std::string_view data) { std::cerr << data; });
+  run->wait_until(SteadyClock::now() + std::chrono::minutes(25), false);
+  run->finish_output();
+  std::cerr << fmt::format("TIMING {}: {:.1f} s\n", what,
+                           std::chrono::duration<double>(SteadyClock::now() - started).count());
+  return run;
+}
+
 std::vector<std::string> leftovers(const std::string& token) {
   std::vector<std::string> found;
   std::string prefix = "ernic-" + token;

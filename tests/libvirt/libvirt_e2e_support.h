@@ -2,6 +2,7 @@
 
 // Helpers the libvirt end-to-end tests share: run folders, the leftovers of a run, the daemons.
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,11 @@ std::filesystem::path only_run_dir(const std::filesystem::path& runs);
 std::vector<std::string> two_guest_run_args(const std::filesystem::path& work,
                                             const std::string& subnet, const std::string& bw_sizes,
                                             const std::vector<std::string>& extra_sets = {});
+
+// Runs `argv` (an ernicctl run) to its end, at most 25 minutes, its output passed on to stderr,
+// and prints "TIMING <what>: N s".
+std::unique_ptr<Subprocess> run_to_end(const std::vector<std::string>& argv,
+                                       const std::string& what);
 
 // Sends SIGINT to a booting `ernicctl run` and checks that it exits 130 within 3 minutes
 // (printing "TIMING <what>: N s"), that its record says incomplete and that nothing of the run

@@ -264,7 +264,7 @@ TEST_CASE(
       YAML::Load(fmt::format("{{libvirt: {{uri: '{}', image: {}, accelerator: tcg, timeouts: "
                              "{{running: 20s, ssh: 3s}}}}}}",
                              host.uri, (image / "manifest.json").string())),
-      libvirt_host_schema(), "s.yaml", "hosts[0]");
+      host_schema_for(builtin_platform(), LibvirtProvider()), "s.yaml", "hosts[0]");
   LibvirtProvider provider;
   std::vector<std::string> said;
   provider.set_progress([&](const std::string& line) { said.push_back(line); });

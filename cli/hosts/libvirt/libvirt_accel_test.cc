@@ -1,5 +1,4 @@
 #include "hosts/libvirt/libvirt_accel.h"
-#include "hosts/libvirt/libvirt_guest_region.h"
 
 #include <catch2/catch.hpp>
 
@@ -49,26 +48,6 @@ TEST_CASE("vfio-user support from QEMU's device list", "[libvirt]") {
   CHECK_FALSE(local.reason.empty());
   CHECK(detect_vfio_user_support("ernic-no-such-qemu").reason.find("not installed") !=
         std::string::npos);
-}
-
-TEST_CASE("QEMU's user and group from libvirt's DAC security model", "[libvirt]") {
-  const std::string capabilities =
-      "<capabilities><host><secmodel><model>none</model><doi>0</doi></secmodel>"
-      "<secmodel><model>dac</model><doi>0</doi>"
-      "<baselabel type='kvm'>+64055:+994</baselabel>"
-      "<baselabel type='qemu'>+64055:+64055</baselabel></secmodel></host></capabilities>";
-  auto tcg = qemu_dac_owner(capabilities, Accelerator::kTcg);
-  REQUIRE(tcg);
-  CHECK(tcg->uid == 64055);
-  CHECK(tcg->gid == 64055);
-  auto kvm = qemu_dac_owner(capabilities, Accelerator::kKvm);
-  REQUIRE(kvm);
-  CHECK(kvm->gid == 994);
-  // No DAC driver (QEMU runs as libvirtd's user): nothing to hand over.
-  CHECK_FALSE(
-      qemu_dac_owner("<capabilities><host><secmodel><model>none</model></secmodel>"
-                     "</host></capabilities>",
-                     Accelerator::kTcg));
 }
 
 }  // namespace

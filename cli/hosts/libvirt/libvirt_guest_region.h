@@ -25,6 +25,12 @@ std::optional<FileOwner> qemu_dac_owner(const std::string& capabilities_xml,
 // `emulator.kind: embedded` in the scenario's top level `scenario`).
 bool served_by_embedded_instance(const Config& scenario, int instance);
 
+// Why guest `host` (at libvirt `uri`) cannot be served through a guest region, or "" when it
+// can: the region is this machine's shared memory, and QEMU must have ivshmem-plain (probed once
+// per process; `qemu_device_help` stands in for `qemu-system-x86_64 -device help` in tests).
+std::string guest_region_unsupported(const std::string& host, const std::string& uri,
+                                     const std::optional<std::string>& qemu_device_help = {});
+
 // Gives the domain `spec` instance `instance`'s guest region of run `run_token`, which the
 // instance created: hands the file to QEMU's user (`owner`; libvirt relabels disks, not shared
 // memory) and sizes the device as the file. Throws std::runtime_error naming the host and the

@@ -275,6 +275,11 @@ void LibvirtProvider::check(const std::vector<HostSpec>& hosts, const Config& sc
             "with kernel_boot: true",
             host.name));
       }
+      if (served_by_embedded_instance(scenario, config.instance)) {
+        if (auto why = guest_region_unsupported(host.name, config.uri); !why.empty()) {
+          out.push_back(host.config.diagnostic("instance", why));
+        }
+      }
     } catch (const std::exception& error) {
       out.push_back(host.config.diagnostic("libvirt", error.what()));
     }
@@ -426,11 +431,8 @@ std::vector<std::unique_ptr<Host>> LibvirtProvider::create(const std::vector<Hos
     DomainSpec spec = guest_domain_spec(guest, run, run.pool_dir / overlay.volume);
     attach_emulator(guest, spec, run, progress);
     if (served_by_embedded_instance(context.scenario, guest.config.instance)) {
-      if (!run.local) {
-        throw std::runtime_error(fmt::format(
-            "hosts.{}: a guest on the remote libvirt host {} cannot be served by an embedded "
-            "instance on this machine: its guest region is this machine's shared memory",
-            guest.config.name, run.uri));
+      if (auto why = guest_region_unsupported(guest.config.name, run.uri); !why.empty()) {
+        throw std::runtime_error(why);
       }
       LibvirtText capabilities(virConnectGetCapabilities(connection->get()));
       attach_guest_region(guest.config.name, context.run_token, guest.config.instance,
