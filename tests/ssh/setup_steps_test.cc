@@ -102,8 +102,53 @@ TEST_CASE("setup steps are registered by kind", "[ssh][setup]") {
     CHECK_FALSE(step->description().empty());
   }
   CHECK(kinds == std::vector<std::string>{"packages", "sysctl", "memlock", "soft-roce",
-                                          "rdma-device", "gid-index", "command"});
+                                          "rdma-device", "gid-index", "command",
+                                          "instance-device"});
   CHECK(platform.setup_step("no-such-step") == nullptr);
+}
+
+// Only its refusals run here: on success it writes /etc/modprobe.d and unloads ib_core, which a
+// test must not do to this machine (the embedded-guest end-to-end test runs it in guests).
+TEST_CASE("instance-device refuses a host without a guest region, a provider or an ivshmem device",
+          "[ssh][setup]") {
+  SshTarget target;
+  const SetupStep& step = instance_device_step();
+  const Config config = step_config(step, "{step: instance-device}");
+  HostFacts plain;
+  CHECK(setup_error(step, config, target.host, plain) ==
+        "instance-device on g1: the host is not served by an embedded instance's guest region");
+
+  namespace fs = std::filesystem;
+  const fs::path library = target.sshd.directory() / "lib";
+  HostFacts guest{{"guest_region", "ernic-abc123-i1"},
+                  {"verbs_device", "ernic_1"},
+                  {"verbs_sysfs", (target.sshd.directory() / "sysfs").string()},
+                  {"verbs_library_dir", library.string()},
+                  {"emulator_mac", "02:e7:00:00:00:01"},
+                  {"emulator_gids", "fe80::e7:ff:fe00:1,192.168.200.10"}};
+  CHECK_THAT(setup_error(step, config, target.host, guest),
+             Catch::Contains("the guest image has no ERNIC verbs provider in " + library.string()));
+  fs::create_directories(library);
+  std::ofstream(library / "libernic-rdmav34.so") << "provider";
+  for (const auto& device : fs::directory_iterator("/sys/bus/pci/devices")) {
+    std::ifstream vendor(device.path() / "vendor"), id(device.path() / "device");
+    std::string v, d;
+    vendor >> v;
+    id >> d;
+    if (v == "0x1af4" && d == "0x1110") {
+      WARN("this machine has an ivshmem device: the step would act on it; not run further");
+      return;
+    }
+  }
+  // Without an ivshmem device nothing is written.
+  CHECK_THAT(setup_error(step, config, target.host, guest),
+             Catch::Contains("no ivshmem device (PCI 1af4:1110)"));
+  CHECK(guest.count("rdma_device") == 0);
+  CHECK_FALSE(fs::exists(target.sshd.directory() / "sysfs"));
+
+  HostFacts bad_gid = guest;
+  bad_gid["emulator_gids"] = "not-a-gid";
+  CHECK_THAT(setup_error(step, config, target.host, bad_gid), Catch::Contains("GID 'not-a-gid'"));
 }
 
 TEST_CASE("rdma-device finds the ERNIC device by PCI identity in a sysfs tree", "[ssh][setup]") {
