@@ -111,27 +111,20 @@ Host& Executor::host(const std::string& name) {
 }
 
 EmulatorContext Executor::emulator_context() {
-  std::vector<int> guest_instances;
-  for (const auto& spec : plan_.scenario->hosts) {
-    const HostProvider* provider = platform_.provider(spec.provider);
-    if (spec.config.has("instance") && provider != nullptr &&
-        provider->reaches_instances_through_regions()) {
-      guest_instances.push_back(static_cast<int>(spec.config.integer("instance", 0)));
-    }
-  }
-  return EmulatorContext{.run_dir = result_.run_dir,
-                         .run_token = run_token_,
-                         .cleanup = &cleanup_,
-                         .bring_up = options_.bring_up_only,
-                         .host = [this](const std::string& name) -> Host* {
-                           for (auto& created : hosts_) {
-                             if (created->name() == name) {
-                               return created.get();
-                             }
-                           }
-                           return nullptr;
-                         },
-                         .guest_instances = std::move(guest_instances)};
+  return EmulatorContext{
+      .run_dir = result_.run_dir,
+      .run_token = run_token_,
+      .cleanup = &cleanup_,
+      .bring_up = options_.bring_up_only,
+      .host = [this](const std::string& name) -> Host* {
+        for (auto& created : hosts_) {
+          if (created->name() == name) {
+            return created.get();
+          }
+        }
+        return nullptr;
+      },
+      .guest_instances = guest_region_instances(platform_, plan_.scenario->hosts)};
 }
 
 RunResult Executor::run() {

@@ -37,4 +37,17 @@ const Benchmark* Platform::tool(std::string_view name) const {
   return find_named(tools, name, [](const Benchmark& b) { return b.tool(); });
 }
 
+std::vector<int> guest_region_instances(const Platform& platform,
+                                        const std::vector<HostSpec>& hosts) {
+  std::vector<int> instances;
+  for (const auto& spec : hosts) {
+    const HostProvider* provider = platform.provider(spec.provider);
+    if (spec.config.has("instance") && provider != nullptr &&
+        provider->reaches_instances_through_regions()) {
+      instances.push_back(static_cast<int>(spec.config.integer("instance", 0)));
+    }
+  }
+  return instances;
+}
+
 }  // namespace ernic

@@ -9,6 +9,7 @@ class Benchmark;
 class EmulatorKind;
 class HostProvider;
 class SetupStep;
+struct HostSpec;
 
 // Everything a scenario can be made of: host providers, emulator kinds, setup steps and tools.
 // main assembles it once (builtin_platform(), cli/builtin_platform.cc) and hands it by reference to
@@ -27,5 +28,11 @@ struct Platform {
   const SetupStep* setup_step(std::string_view kind) const;
   const Benchmark* tool(std::string_view name) const;
 };
+
+// The emulator instances (`instance: N`) attached to hosts whose provider reaches them through
+// a guest region (HostProvider::reaches_instances_through_regions): the embedded kind has each
+// of them serve one (EmulatorContext::guest_instances), at every start and restart.
+std::vector<int> guest_region_instances(const Platform& platform,
+                                        const std::vector<HostSpec>& hosts);
 
 }  // namespace ernic

@@ -74,10 +74,13 @@ int restart_instances(const StateFlags& flags, const std::vector<std::string>& s
   stop_recorded_instances(old_instances);
 
   CleanupStack cleanup;
+  // Guests keep their regions: a restarted instance takes its file (QEMU still maps it) again.
   EmulatorContext context{.run_dir = state->run_dir,
                           .run_token = state->run_token,
                           .cleanup = &cleanup,
-                          .bring_up = true};
+                          .bring_up = true,
+                          .host = {},
+                          .guest_instances = guest_region_instances(platform, scenario->hosts)};
   std::unique_ptr<RunningEmulator> started;
   try {
     started = kind->start(scenario->emulator.config, context);
