@@ -1,7 +1,7 @@
 #include "hosts/libvirt/libvirt_guest_region.h"
 
-#include <catch2/catch.hpp>
 #include <yaml-cpp/yaml.h>
+#include <catch2/catch.hpp>
 
 #include "builtin_platform.h"
 #include "scenario/platform.h"
