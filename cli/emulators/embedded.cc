@@ -72,12 +72,7 @@ class RunningEmbedded final : public RunningEmulator {
   std::map<int, InstanceTraffic> traffic() const override {
     std::map<int, InstanceTraffic> moved;
     for (const auto& info : supervisor_->instances()) {
-      const auto stats = emu::Supervisor::read_stats(info.stats);
-      auto counter = [&stats](const char* key) -> std::uint64_t {
-        auto it = stats.find(key);
-        return it == stats.end() ? 0 : std::strtoull(it->second.c_str(), nullptr, 10);
-      };
-      moved[info.id] = {counter("total_bytes_sent"), counter("total_bytes_received")};
+      moved[info.id] = traffic_of(emu::Supervisor::read_stats(info.stats));
     }
     return moved;
   }
@@ -163,6 +158,15 @@ class EmbeddedEmulator final : public EmulatorKind {
   std::vector<std::string> placement_hosts(const Config& config) const override {
     return placement_hosts_of(embedded_placements(config));
   }
+  bool serves_guest_regions() const override { return true; }
+  std::string placed_on(const Config& config, int instance) const override {
+    const auto placed = embedded_placements(config);
+    if (instance < 1 || instance > static_cast<int>(placed.size())) {
+      return "";
+    }
+    const Placement& placement = placed[static_cast<std::size_t>(instance) - 1];
+    return placement.local() ? "" : placement.on;
+  }
   void check(const Config& config, const std::vector<std::string>& host_names,
              Diagnostics& out) const override {
     check_placements(config, host_names, out);
@@ -196,11 +200,6 @@ class EmbeddedEmulator final : public EmulatorKind {
   }
   std::unique_ptr<RunningEmulator> start(const Config& config, EmulatorContext& context) override {
     if (auto plan = placed_plan(config, context)) {
-      if (!context.guest_instances.empty()) {
-        throw std::runtime_error(
-            "emulator.instances: guests served by placed instances (the list form) are not "
-            "supported yet; give `instances` as a count, with the guests on this machine");
-      }
       return start_placed(*plan, context);
     }
     emu::SupervisorConfig settings = settings_of(config, context);

@@ -69,6 +69,10 @@ class EmulatorKind {
   // Hosts of the scenario that run instances (`on: HOST`): the run creates them before it
   // starts the instances. Empty when every instance runs on this machine.
   virtual std::vector<std::string> placement_hosts(const Config& /*config*/) const { return {}; }
+  // Whether the kind's instances serve guests through guest regions (embedded).
+  virtual bool serves_guest_regions() const { return false; }
+  // The host of the scenario instance `instance` runs on (`on: HOST`); "" for this machine.
+  virtual std::string placed_on(const Config& /*config*/, int /*instance*/) const { return ""; }
   // Checks beyond the schema that need the scenario's host names (an `on:` naming no host),
   // located by the values' own locations.
   virtual void check(const Config& /*config*/, const std::vector<std::string>& /*host_names*/,

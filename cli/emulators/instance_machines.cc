@@ -101,6 +101,14 @@ std::string trimmed(std::string text) {
   return text;
 }
 
+InstanceTraffic traffic_of(const std::map<std::string, std::string>& stats) {
+  auto counter = [&stats](const char* key) -> std::uint64_t {
+    auto it = stats.find(key);
+    return it == stats.end() ? 0 : std::strtoull(it->second.c_str(), nullptr, 10);
+  };
+  return {counter("total_bytes_sent"), counter("total_bytes_received")};
+}
+
 CommandResult run_to_end(Host& host, std::vector<std::string> argv,
                          std::chrono::milliseconds timeout) {
   auto command =

@@ -65,6 +65,8 @@ Host& placement_host(const Placement& placement, const EmulatorContext& context,
 std::string machine_dir(const std::string& base, const std::string& on);
 
 std::string trimmed(std::string text);
+// What an instance has moved, from its stats file's counters (0 for a counter it lacks).
+InstanceTraffic traffic_of(const std::map<std::string, std::string>& stats);
 // A helper command on a host, run to its end even while Ctrl-C tears the run down (a wait()
 // would stop it on an interrupt, and teardown needs its copies and removals done). Bounded by
 // `timeout`.

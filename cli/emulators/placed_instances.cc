@@ -200,6 +200,14 @@ class RunningPlaced final : public RunningEmulator {
     return "";
   }
   int instance_count() const override { return static_cast<int>(state_->instances.size()); }
+  std::map<int, InstanceTraffic> traffic() const override {
+    std::lock_guard lock(state_->mutex);
+    std::map<int, InstanceTraffic> moved;
+    for (auto& instance : state_->instances) {
+      moved[instance->info.id] = traffic_of(stats_of(*instance));
+    }
+    return moved;
+  }
   HostFacts facts_for(int id) const override {
     for (const auto& instance : state_->instances) {
       if (instance->info.id == id) {
@@ -507,6 +515,15 @@ std::unique_ptr<RunningEmulator> start_placed(const PlacedPlan& plan, EmulatorCo
       std::lock_guard lock(state->mutex);
       index = state->instances.size();
       state->instances.push_back(std::move(instance));
+    }
+    if (!started.info.guest_region.empty()) {
+      // Pushed first, so it runs after the instance stopped (QEMU, stopped before both, maps it
+      // too).
+      context.cleanup->push(
+          fmt::format("remove {} on {}", started.info.guest_region.string(), placement.on),
+          [host, region = started.info.guest_region.string()] {
+            run_to_end(*host, {"rm", "-f", region});
+          });
     }
     context.cleanup->push(fmt::format("stop emulator {}", where(started.info, placement)),
                           [state, index] { stop_instance(*state->instances[index]); });

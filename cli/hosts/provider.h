@@ -74,6 +74,10 @@ class HostProvider {
   // Whether a host of this provider attached to an embedded instance (`instance: N`) is a VM that
   // reaches it through a guest region (libvirt): the instance then serves one for it.
   virtual bool reaches_instances_through_regions() const { return false; }
+  // The machine a host runs on, as the scenario names it: "" for this machine, else that
+  // machine's name or address (ssh: `ssh.host`; libvirt: the URI's host). A guest region is the
+  // shared memory of one machine, so its guest and its instance must be on the same one.
+  virtual std::string machine_of(const HostSpec& /*host*/) const { return ""; }
   // Whether this provider's hosts run programs from this machine's filesystem (local, netns):
   // their tools are checked before anything starts.
   virtual bool shares_this_filesystem() const { return false; }

@@ -14,13 +14,16 @@
 #include <map>
 #include <optional>
 #include <regex>
+#include <sstream>
 #include <thread>
 
+#include "hosts/libvirt/libvirt_config.h"
 #include "hosts/libvirt/libvirt_connection.h"
 #include "hosts/libvirt/libvirt_handles.h"
 #include "hosts/libvirt/libvirt_image_upload.h"
 #include "hosts/libvirt/libvirt_resources.h"
 #include "hosts/process_command.h"
+#include "hosts/ssh/ssh_host.h"
 
 namespace ernic {
 namespace fs = std::filesystem;
@@ -111,6 +114,49 @@ void scan_unfinished_uploads(virConnectPtr connection, const std::string& uri, C
   free(volumes);
 }
 
+// A command on the machine of a remote libvirt URI, over the URI's own SSH login; its stdout.
+std::string run_on_libvirt_machine(const std::string& uri, const std::string& script) {
+  auto login = libvirt_host_login(LibvirtRunConfig{}, uri);
+  if (!login) {
+    throw std::runtime_error("not an SSH transport: its machine's files cannot be reached");
+  }
+  SshConnectOptions options;
+  options.label = login->host.display();
+  options.target = login->host;
+  options.known_hosts = login->known_hosts;
+  SshHost machine(options.label, login->host.host, options);
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  CommandResult result = machine
+                             .start(CommandSpec{.argv = {"sh", "-c", script},
+                                                .timeout = std::chrono::seconds(30),
+                                                .env = {}},
+                                    nullptr)
+                             ->wait(deadline);
+  if (!result.ok()) {
+    throw std::runtime_error(
+        fmt::format("`{}` on {}: {}: {}", script, options.label, result.describe(), result.err));
+  }
+  return result.out;
+}
+
+// Guest regions in a remote libvirt host's /dev/shm, made there by instances placed on it.
+void scan_remote_regions(const std::string& uri, Candidates& out) {
+  if (!libvirt_host_login(LibvirtRunConfig{}, uri)) {
+    return;
+  }
+  try {
+    std::istringstream names(run_on_libvirt_machine(uri, "ls -1 " + kSharedMemory.string()));
+    for (std::string name; std::getline(names, name);) {
+      if (auto token = token_of(name, kGuestRegionName)) {
+        out.items.push_back({*token, "remote file", (kSharedMemory / name).string(), uri});
+      }
+    }
+  } catch (const std::exception& e) {
+    out.errors.push_back(fmt::format(
+        "the machine of {} not reachable, its guest regions not removed: {}", uri, e.what()));
+  }
+}
+
 void scan_libvirt(const std::string& uri, Candidates& out) {
   // Only a daemon that already runs is asked: finding leftovers never starts one.
   if (uri == kLocalLibvirt && !fs::exists("/run/libvirt/libvirt-sock") &&
@@ -150,6 +196,7 @@ void scan_libvirt(const std::string& uri, Candidates& out) {
     }
     free(pools);
     scan_unfinished_uploads(connection.get(), uri, out);
+    scan_remote_regions(uri, out);
   } catch (const std::exception& e) {
     if (uri == kLocalLibvirt) {
       out.notes.push_back(fmt::format("libvirt not checked: {}", e.what()));
@@ -327,6 +374,8 @@ void remove_leftovers(const std::vector<Leftover>& leftovers, const std::string&
         fs::remove_all(item.name);
       } else if (item.kind == "file") {
         fs::remove(item.name);
+      } else if (item.kind == "remote file") {
+        run_on_libvirt_machine(item.uri, "rm -f " + shell_quote(item.name));
       } else {
         const std::string& uri = item.uri.empty() ? libvirt_uri : item.uri;
         auto& connection = connections[uri];
@@ -366,7 +415,8 @@ void remove_leftovers(const std::vector<Leftover>& leftovers, const std::string&
       ::kill(pid, SIGKILL);
     }
   }
-  for (const char* kind : {"network", "pool", "volume", "netns", "directory", "file"}) {
+  for (const char* kind :
+       {"network", "pool", "volume", "netns", "directory", "file", "remote file"}) {
     for (const auto& item : leftovers) {
       if (item.kind == kind) {
         remove(item);

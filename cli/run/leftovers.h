@@ -35,10 +35,11 @@ class RunLock {
 struct Leftover {
   std::string token;
   // "process", "netns", "domain", "network", "pool", "volume" (an unfinished upload's claim in
-  // a remote host's image cache pool), "directory", "file"
+  // a remote host's image cache pool), "directory", "file", "remote file" (a guest region on a
+  // remote libvirt host's machine, removed over its URI's SSH login)
   std::string kind;
   std::string name;   // pid, namespace, libvirt object name ("POOL/VOLUME" for a volume) or path
-  std::string uri{};  // libvirt objects: the daemon they are on
+  std::string uri{};  // libvirt objects and remote files: the daemon (machine) they are on
   std::string describe() const;
 };
 

@@ -69,6 +69,7 @@ LoadResult load_scenario_text(const Platform& platform, const std::string& text,
   if (errors.empty()) {
     scenario = build_scenario(platform, *root, file);
     check_with_providers(platform, *scenario, errors);
+    check_guest_region_machines(platform, *scenario, errors);
     check_concurrent_points(platform, *scenario, errors);
   }
   sort_by_location(errors);

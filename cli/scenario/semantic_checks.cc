@@ -345,6 +345,48 @@ void check_with_providers(const Platform& platform, const Scenario& scenario, Di
   }
 }
 
+void check_guest_region_machines(const Platform& platform, const Scenario& scenario,
+                                 Diagnostics& out) {
+  const EmulatorKind* kind = platform.emulator_kind(scenario.emulator.kind);
+  if (kind == nullptr || !kind->serves_guest_regions()) {
+    return;
+  }
+  auto machine_of = [&platform](const HostSpec& host) {
+    const HostProvider* provider = platform.provider(host.provider);
+    return provider != nullptr ? provider->machine_of(host) : std::string();
+  };
+  auto where = [](const std::string& machine) {
+    return machine.empty() ? std::string("this machine") : machine;
+  };
+  for (const HostSpec& guest : scenario.hosts) {
+    const HostProvider* provider = platform.provider(guest.provider);
+    if (!guest.config.has("instance") || provider == nullptr ||
+        !provider->reaches_instances_through_regions()) {
+      continue;
+    }
+    const int instance = static_cast<int>(guest.config.integer("instance", 0));
+    const std::string on = kind->placed_on(scenario.emulator.config, instance);
+    std::string instance_machine;
+    if (!on.empty()) {
+      auto host = std::find_if(scenario.hosts.begin(), scenario.hosts.end(),
+                               [&on](const HostSpec& h) { return h.name == on; });
+      instance_machine = host != scenario.hosts.end() ? machine_of(*host) : "";
+    }
+    const std::string guest_machine = machine_of(guest);
+    if (guest_machine != instance_machine) {
+      out.push_back(guest.config.diagnostic(
+          "instance",
+          fmt::format("hosts.{}: its QEMU runs on {} and maps instance {}'s guest region, the "
+                      "shared memory of the machine the instance runs on, which is {}{}; place "
+                      "the instance on the guest's machine (emulator.instances as a list, entry "
+                      "{}: {{on: HOST}}, HOST a host of the scenario reached at {})",
+                      guest.name, where(guest_machine), instance, where(instance_machine),
+                      on.empty() ? "" : fmt::format(" (on: {})", on), instance,
+                      where(guest_machine))));
+    }
+  }
+}
+
 void check_concurrent_points(const Platform& platform, const Scenario& scenario, Diagnostics& out) {
   for (std::size_t i = 0; i < scenario.concurrent.size(); ++i) {
     const ConcurrentGroup& group = scenario.concurrent[i];

@@ -22,6 +22,11 @@ void check_references(const Platform& platform, const YAML::Node& root, const st
 // of a document that passed every other check.
 void check_with_providers(const Platform& platform, const Scenario& scenario, Diagnostics& out);
 
+// Every guest that reaches its embedded instance through a guest region runs on the machine
+// where that instance is placed (the region is that machine's shared memory).
+void check_guest_region_machines(const Platform& platform, const Scenario& scenario,
+                                 Diagnostics& out);
+
 // `concurrent:` groups on the typed scenario: their benchmarks have as many points and
 // repetitions each, so that the k-th points start together.
 void check_concurrent_points(const Platform& platform, const Scenario& scenario, Diagnostics& out);

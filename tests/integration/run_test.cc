@@ -294,14 +294,15 @@ TEST_CASE("every scenario in scenarios/ validates and dry-runs") {
                       "LD_PRELOAD=/usr/lib/ernicctl/libernic-cdev.so ib_write_bw -d ernic_2"));
   CHECK_THAT(embedded.out, Catch::Contains(" -c 192.168.235.10"));
   // A guest on another machine's libvirt cannot map this machine's region: located, and refused
-  // before anything starts.
+  // before anything starts, unless its instance is placed on that machine.
   auto remote = run_ernicctl({"validate",
                               std::string(ERNIC_SOURCE_DIR) + "/scenarios/two-guest-embedded.yaml",
                               "--set", "hosts.guest1.libvirt.uri=qemu+ssh://lab@box/system"});
   CHECK(remote.exit_code == 2);
   CHECK_THAT(remote.err, Catch::Contains("two-guest-embedded.yaml:26:15: hosts[0].instance: "
-                                         "hosts.guest1: a guest on the libvirt host "
-                                         "qemu+ssh://lab@box/system cannot be served"));
+                                         "hosts.guest1: its QEMU runs on box and maps instance "
+                                         "1's guest region") &&
+                             Catch::Contains("which is this machine"));
   // Scenarios without guests on embedded instances create no region.
   CHECK_THAT(ernic.out, !Catch::Contains("--guest-region"));
 }

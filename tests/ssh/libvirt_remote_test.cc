@@ -75,8 +75,10 @@ struct RemoteLibvirtHost {
   }
 
   std::string remote_uri(int port) const {
-    return fmt::format("qemu+ssh://root@127.0.0.1:{}/system?command={}&keyfile={}", port,
-                       (sshd.directory() / "ssh-for-libvirt").string(), sshd.client_key().string());
+    // known_hosts= for ernicctl's own login to the libvirt host (down's guest region scan).
+    return fmt::format("qemu+ssh://root@127.0.0.1:{}/system?command={}&keyfile={}&known_hosts={}",
+                       port, (sshd.directory() / "ssh-for-libvirt").string(),
+                       sshd.client_key().string(), sshd.known_hosts_file().string());
   }
 
   std::size_t lines_with(const std::string& text) const {
@@ -365,11 +367,21 @@ TEST_CASE(
          {"facts", {{"uri", unreachable}, {"domain", domain}}}}}},
   };
   std::ofstream(state_dir / "up.json") << state.dump(2);
+  // A guest region an instance placed on the remote host made there (this machine stands for
+  // it); down runs with a /dev/shm of its own, so only the remote scan can find it.
+  const fs::path region = fmt::format("/dev/shm/ernic-{}-i1", token);
+  std::ofstream(region) << "region";
   std::string output;
-  int status =
-      testing::run_program({ERNIC_BINARY, "down", "--state-dir", state_dir.string()}, &output);
+  int status = testing::run_program(
+      {"unshare", "--mount", "--propagation", "private", "sh", "-c",
+       "mount -t tmpfs -o size=1m ernic-controller-shm /dev/shm && exec \"$0\" \"$@\"",
+       ERNIC_BINARY, "down", "--state-dir", state_dir.string()},
+      &output);
   INFO(output);
   CHECK(status == 1);
+  CHECK(output.find("removed remote file " + region.string() + " on " + host.uri) !=
+        std::string::npos);
+  CHECK_FALSE(fs::exists(region));
   CHECK(output.find("error: libvirt at " + unreachable + " not reachable") != std::string::npos);
   CHECK(output.find("removed domain " + domain + " on " + host.uri) != std::string::npos);
   CHECK(output.find("removed volume ernic-images/" + claim) != std::string::npos);

@@ -126,13 +126,10 @@ std::optional<GuestJump> jump_of_uri(const std::string& uri) {
 
 }  // namespace
 
-std::optional<GuestJump> guest_jump(const LibvirtRunConfig& run, const std::string& uri) {
-  std::optional<GuestJump> jump;
-  if (run.jump) {
-    jump = GuestJump{*run.jump, {}};
-  } else {
-    jump = jump_of_uri(uri);
-  }
+namespace {
+
+std::optional<GuestJump> with_jump_credentials(const LibvirtRunConfig& run,
+                                               std::optional<GuestJump> jump) {
   if (jump && !run.jump_key.empty()) {
     jump->host.key = run.jump_key;
   }
@@ -140,6 +137,33 @@ std::optional<GuestJump> guest_jump(const LibvirtRunConfig& run, const std::stri
     jump->known_hosts = run.jump_known_hosts;
   }
   return jump;
+}
+
+}  // namespace
+
+std::optional<GuestJump> guest_jump(const LibvirtRunConfig& run, const std::string& uri) {
+  return with_jump_credentials(
+      run, run.jump ? std::optional<GuestJump>(GuestJump{*run.jump, {}}) : jump_of_uri(uri));
+}
+
+std::optional<GuestJump> libvirt_host_login(const LibvirtRunConfig& run, const std::string& uri) {
+  return with_jump_credentials(run, jump_of_uri(uri));
+}
+
+std::string libvirt_uri_machine(const std::string& uri) {
+  const auto scheme_end = uri.find("://");
+  if (scheme_end == std::string::npos || uri.rfind("test://", 0) == 0) {
+    return "";
+  }
+  std::string authority = uri.substr(scheme_end + 3);
+  authority = authority.substr(0, authority.find_first_of("/?"));
+  if (const auto at = authority.rfind('@'); at != std::string::npos) {
+    authority = authority.substr(at + 1);
+  }
+  if (authority.starts_with('[')) {  // [IPv6]:port
+    return authority.substr(1, authority.find(']') - 1);
+  }
+  return authority.substr(0, authority.find(':'));
 }
 
 bool image_is_recipe(const std::string& image) {

@@ -68,6 +68,12 @@ LibvirtRunConfig parse_libvirt_run(const Config& scenario);
 // host of an SSH URI (qemu+ssh://user@host:port/system, its keyfile= and known_hosts=
 // parameters too); directly (nullopt) for local URIs and other transports.
 std::optional<GuestJump> guest_jump(const LibvirtRunConfig& run, const std::string& uri);
+// The login to the libvirt host of `uri` itself (its qemu+ssh user, host, keyfile= and
+// known_hosts=, or the scenario's jump_key and jump_known_hosts), whatever `jump:` says; nullopt
+// for a URI of this machine or of another transport.
+std::optional<GuestJump> libvirt_host_login(const LibvirtRunConfig& run, const std::string& uri);
+// The machine `uri` names: "" for this machine (qemu:///system, test://), else its host.
+std::string libvirt_uri_machine(const std::string& uri);
 
 // Whether the guest's image is a recipe (built, cached) rather than a manifest.
 bool image_is_recipe(const std::string& image);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -11,6 +12,7 @@
 
 #include "base/local_process.h"
 #include "hosts/libvirt/libvirt_connection.h"
+#include "hosts/ssh/ssh_host.h"
 #include "supervisor.h"
 
 namespace ernic {
@@ -39,15 +41,10 @@ bool served_by_embedded_instance(const Config& scenario, int instance) {
 
 std::string guest_region_unsupported(const std::string& host, const std::string& uri,
                                      const std::optional<std::string>& qemu_device_help) {
-  if (uri.rfind("test://", 0) == 0) {
+  // Another machine's QEMU is not probed from here: `ernicctl doctor HOST` checks it there. That
+  // its instance runs on that machine is the scenario's check (check_guest_region_machines).
+  if (uri.rfind("test://", 0) == 0 || !is_local_system_uri(uri)) {
     return "";
-  }
-  if (!is_local_system_uri(uri)) {
-    return fmt::format(
-        "hosts.{}: a guest on the libvirt host {} cannot be served by an embedded instance on "
-        "this machine (its guest region is this machine's shared memory); run it on this "
-        "machine's libvirt (qemu:///system)",
-        host, uri);
   }
   static const std::string probed = [] {
     const std::string qemu = "qemu-system-x86_64";
@@ -70,22 +67,67 @@ std::string guest_region_unsupported(const std::string& host, const std::string&
   return "";
 }
 
+RegionHandOver local_region_hand_over() {
+  return [](const std::filesystem::path& region,
+            const std::optional<FileOwner>& owner) -> std::uint64_t {
+    std::error_code error;
+    const auto size = std::filesystem::file_size(region, error);
+    if (error) {
+      throw std::runtime_error(error.message());
+    }
+    if (owner && chown(region.c_str(), owner->uid, owner->gid) != 0) {
+      throw std::runtime_error(fmt::format("cannot hand it to QEMU's user {}:{}: {}", owner->uid,
+                                           owner->gid, std::strerror(errno)));
+    }
+    return size;
+  };
+}
+
+RegionHandOver remote_region_hand_over(SshEndpoint login, std::filesystem::path known_hosts) {
+  auto session = std::make_shared<std::unique_ptr<SshHost>>();
+  return [login = std::move(login), known_hosts = std::move(known_hosts), session](
+             const std::filesystem::path& region,
+             const std::optional<FileOwner>& owner) -> std::uint64_t {
+    if (!*session) {
+      SshConnectOptions options;
+      options.label = "libvirt host " + login.display();
+      options.target = login;
+      options.known_hosts = known_hosts;
+      *session = std::make_unique<SshHost>(options.label, login.host, options);
+    }
+    const std::string quoted = shell_quote(region.string());
+    std::string script = "stat -c %s " + quoted;
+    if (owner) {
+      script = fmt::format("chown {}:{} {} && {}", owner->uid, owner->gid, quoted, script);
+    }
+    auto command = (*session)->start(
+        CommandSpec{.argv = {"sh", "-c", script}, .timeout = std::chrono::seconds(30), .env = {}},
+        nullptr);
+    const CommandResult result = command->wait(Clock::now() + std::chrono::seconds(30));
+    if (!result.ok()) {
+      std::string said = result.output();
+      while (!said.empty() && std::isspace(static_cast<unsigned char>(said.back()))) {
+        said.pop_back();
+      }
+      throw std::runtime_error(
+          fmt::format("on {}: `{}` {}: {}", login.display(), script, result.describe(), said));
+    }
+    return std::stoull(result.out);
+  };
+}
+
 void attach_guest_region(const std::string& host, const std::string& run_token, int instance,
-                         const std::optional<FileOwner>& owner, DomainSpec& spec) {
+                         const std::optional<FileOwner>& owner, const RegionHandOver& hand_over,
+                         DomainSpec& spec) {
   const std::filesystem::path region = emu::guest_region_path(run_token, instance);
-  std::error_code error;
-  const auto size = std::filesystem::file_size(region, error);
-  if (error) {
+  std::uint64_t size = 0;
+  try {
+    size = hand_over(region, owner);
+  } catch (const std::exception& error) {
     throw std::runtime_error(fmt::format(
-        "hosts.{}: emulator instance {} has no guest region {} ({}): was it started for this "
-        "run?",
-        host, instance, region.string(), error.message()));
-  }
-  if (owner && chown(region.c_str(), owner->uid, owner->gid) != 0) {
-    throw std::runtime_error(
-        fmt::format("hosts.{}: cannot hand the guest region {} to QEMU's "
-                    "user {}:{}: {}",
-                    host, region.string(), owner->uid, owner->gid, std::strerror(errno)));
+        "hosts.{}: emulator instance {}'s guest region {} on QEMU's machine: {} (was the "
+        "instance started for this run, on that machine?)",
+        host, instance, region.string(), error.what()));
   }
   spec.guest_region = region.filename().string();
   spec.guest_region_mib = size >> 20;

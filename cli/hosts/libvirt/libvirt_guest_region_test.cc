@@ -30,15 +30,14 @@ TEST_CASE("QEMU's user and group from libvirt's DAC security model", "[libvirt]"
                      Accelerator::kTcg));
 }
 
-TEST_CASE("a guest region needs this machine's libvirt and QEMU's ivshmem-plain", "[libvirt]") {
+TEST_CASE("a guest region on this machine needs QEMU's ivshmem-plain", "[libvirt]") {
   const std::string with = "name \"virtio-net-pci\"\nname \"ivshmem-plain\", bus PCI\n";
   const std::string without = "name \"virtio-net-pci\", bus PCI\n";
   CHECK(guest_region_unsupported("g1", "qemu:///system", with).empty());
   CHECK_THAT(guest_region_unsupported("g1", "qemu:///system", without),
              Catch::Contains("hosts.g1: QEMU on this machine has no ivshmem-plain"));
-  CHECK_THAT(guest_region_unsupported("g2", "qemu+ssh://lab@box/system", with),
-             Catch::Contains("hosts.g2") && Catch::Contains("qemu+ssh://lab@box/system") &&
-                 Catch::Contains("this machine's shared memory"));
+  // Another machine's QEMU is not probed from here (doctor HOST checks it there).
+  CHECK(guest_region_unsupported("g2", "qemu+ssh://lab@box/system", without).empty());
   // The test driver boots nothing: nothing to check.
   CHECK(guest_region_unsupported("g3", "test:///default", without).empty());
 }

@@ -40,7 +40,26 @@ struct GuestRun {
   bool created_network = false;  // false: the guests join the existing bridge
   AcceleratorChoice detected;
   std::optional<VfioUserSupport> vfio_user;  // probed once, by the first attached guest
+  RegionHandOver hand_over;                  // made once, by the first guest on a region
 };
+
+// How the run's guest regions reach QEMU's user: on this machine by chown(2), on a remote
+// libvirt host through its URI's own SSH login (where the instance placed there made them).
+const RegionHandOver& region_hand_over(GuestRun& run) {
+  if (!run.hand_over) {
+    if (run.local) {
+      run.hand_over = local_region_hand_over();
+    } else if (auto login = libvirt_host_login(run.config, run.uri)) {
+      run.hand_over = remote_region_hand_over(login->host, login->known_hosts);
+    } else {
+      throw std::runtime_error(fmt::format(
+          "libvirt uri {}: guest regions on another machine are handed to QEMU's user over the "
+          "URI's SSH login; use a qemu+ssh:// URI",
+          run.uri));
+    }
+  }
+  return run.hand_over;
+}
 
 std::string common_uri(const std::vector<BootingGuest>& guests) {
   const std::string& uri = guests.front().config.uri;
@@ -356,8 +375,12 @@ std::vector<std::string> LibvirtProvider::describe(const std::vector<HostSpec>& 
         run.dhcp ? "DHCP" : addresses[i], (context.run_dir / (guest.name + ".serial.log")).string(),
         guest.emulator_socket.empty()
             ? (served_by_embedded_instance(context.scenario, guest.instance)
-                   ? fmt::format(", ivshmem-plain device on {} (owned by QEMU's user)",
-                                 emu::guest_region_path(context.run_token, guest.instance).string())
+                   ? fmt::format(
+                         ", ivshmem-plain device on {}{} (owned by QEMU's user{})",
+                         emu::guest_region_path(context.run_token, guest.instance).string(),
+                         is_local_system_uri(guest.uri) ? ""
+                                                        : " of " + libvirt_uri_machine(guest.uri),
+                         is_local_system_uri(guest.uri) ? "" : ": chown over the URI's SSH login")
                    : std::string())
             : fmt::format(", shared memfd memory, -device vfio-user-pci socket {} (when QEMU has "
                           "vfio-user-pci)",
@@ -370,6 +393,14 @@ std::vector<std::string> LibvirtProvider::describe(const std::vector<HostSpec>& 
         guest.timeouts.host_key.count()));
   }
   return lines;
+}
+
+std::string LibvirtProvider::machine_of(const HostSpec& host) const {
+  try {
+    return libvirt_uri_machine(parse_libvirt_guest(host, base_dir_).uri);
+  } catch (const std::exception&) {
+    return "";  // check() reports the entry
+  }
 }
 
 std::vector<std::unique_ptr<Host>> LibvirtProvider::create(const std::vector<HostSpec>& hosts,
@@ -439,7 +470,7 @@ std::vector<std::unique_ptr<Host>> LibvirtProvider::create(const std::vector<Hos
                           capabilities
                               ? qemu_dac_owner(capabilities.get(), guest.accelerator.accelerator)
                               : std::nullopt,
-                          spec);
+                          region_hand_over(run), spec);
       guest.emulated_nic = "guest region /dev/shm/" + spec.guest_region;
     }
     std::string xml = domain_xml(spec);

@@ -29,6 +29,7 @@ class LibvirtProvider : public HostProvider {
   const ObjectSchema* settings_schema() const override { return &run_schema(); }
   // A guest attached to an embedded instance maps its guest region as an ivshmem device.
   bool reaches_instances_through_regions() const override { return true; }
+  std::string machine_of(const HostSpec& host) const override;
   // Static addresses (given or assigned from the subnet); "" for every guest with dhcp: true.
   std::vector<std::string> planned_addresses(const std::vector<HostSpec>& hosts,
                                              const Config& scenario) const override;

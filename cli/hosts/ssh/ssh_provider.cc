@@ -167,6 +167,10 @@ std::vector<std::string> SshProvider::planned_addresses(const std::vector<HostSp
   return addresses;
 }
 
+std::string SshProvider::machine_of(const HostSpec& host) const {
+  return host.config.object("ssh").text("host", host.address);
+}
+
 void SshProvider::check(const std::vector<HostSpec>& hosts, const Config& /*scenario*/,
                         Diagnostics& out) const {
   for (const HostSpec& spec : hosts) {

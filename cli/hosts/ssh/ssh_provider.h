@@ -17,6 +17,7 @@ class SshProvider : public HostProvider {
   std::string_view name() const override { return "ssh"; }
   std::string_view description() const override;
   const ObjectSchema& host_schema() const override;
+  std::string machine_of(const HostSpec& host) const override;
   std::vector<std::string> planned_addresses(const std::vector<HostSpec>& hosts,
                                              const Config& scenario) const override;
   void check(const std::vector<HostSpec>& hosts, const Config& scenario,
