@@ -78,6 +78,10 @@ class HostProvider {
   // machine's name or address (ssh: `ssh.host`; libvirt: the URI's host). A guest region is the
   // shared memory of one machine, so its guest and its instance must be on the same one.
   virtual std::string machine_of(const HostSpec& /*host*/) const { return ""; }
+  // Checks of the hosts' machines that need them to answer (over the network), run before
+  // anything is created; throws std::runtime_error naming the host and what it lacks.
+  virtual void check_machines(const std::vector<HostSpec>& /*hosts*/,
+                              const Config& /*scenario*/) const {}
   // Whether this provider's hosts run programs from this machine's filesystem (local, netns):
   // their tools are checked before anything starts.
   virtual bool shares_this_filesystem() const { return false; }

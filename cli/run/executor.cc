@@ -254,6 +254,21 @@ void Executor::preflight() {
       }
     }
   }
+  for (const HostProvider* provider : platform_.providers) {
+    std::vector<HostSpec> mine;
+    for (const auto& spec : plan_.scenario->hosts) {
+      if (spec.provider == provider->name()) {
+        mine.push_back(spec);
+      }
+    }
+    if (!mine.empty()) {
+      try {
+        provider->check_machines(mine, plan_.scenario->settings);
+      } catch (const std::runtime_error& error) {
+        throw PreflightError(error.what());
+      }
+    }
+  }
   if (!missing.empty()) {
     std::string message;
     for (const auto& [program, hosts] : missing) {

@@ -19,11 +19,11 @@
 
 #include "hosts/libvirt/libvirt_config.h"
 #include "hosts/libvirt/libvirt_connection.h"
+#include "hosts/libvirt/libvirt_guest_region.h"
 #include "hosts/libvirt/libvirt_handles.h"
 #include "hosts/libvirt/libvirt_image_upload.h"
 #include "hosts/libvirt/libvirt_resources.h"
 #include "hosts/process_command.h"
-#include "hosts/ssh/ssh_host.h"
 
 namespace ernic {
 namespace fs = std::filesystem;
@@ -120,23 +120,7 @@ std::string run_on_libvirt_machine(const std::string& uri, const std::string& sc
   if (!login) {
     throw std::runtime_error("not an SSH transport: its machine's files cannot be reached");
   }
-  SshConnectOptions options;
-  options.label = login->host.display();
-  options.target = login->host;
-  options.known_hosts = login->known_hosts;
-  SshHost machine(options.label, login->host.host, options);
-  const auto deadline = Clock::now() + std::chrono::seconds(30);
-  CommandResult result = machine
-                             .start(CommandSpec{.argv = {"sh", "-c", script},
-                                                .timeout = std::chrono::seconds(30),
-                                                .env = {}},
-                                    nullptr)
-                             ->wait(deadline);
-  if (!result.ok()) {
-    throw std::runtime_error(
-        fmt::format("`{}` on {}: {}: {}", script, options.label, result.describe(), result.err));
-  }
-  return result.out;
+  return run_on_libvirt_host(*login, script);
 }
 
 // Guest regions in a remote libvirt host's /dev/shm, made there by instances placed on it.

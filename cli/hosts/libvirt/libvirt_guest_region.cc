@@ -57,12 +57,16 @@ std::string guest_region_unsupported(const std::string& host, const std::string&
     return result.ok() ? result.output
                        : fmt::format("`{} -device help` failed: {}", qemu, result.describe());
   }();
-  const std::string& help = qemu_device_help ? *qemu_device_help : probed;
-  if (help.find("name \"ivshmem-plain\"") == std::string::npos) {
+  return ivshmem_missing(host, "this machine", qemu_device_help ? *qemu_device_help : probed);
+}
+
+std::string ivshmem_missing(const std::string& host, const std::string& machine,
+                            const std::string& qemu_device_help) {
+  if (qemu_device_help.find("name \"ivshmem-plain\"") == std::string::npos) {
     return fmt::format(
-        "hosts.{}: QEMU on this machine has no ivshmem-plain device, which guests on embedded "
-        "instances need ({}); QEMU 7.2 (Debian 12) has it",
-        host, help.substr(0, help.find('\n')));
+        "hosts.{}: QEMU on {} has no ivshmem-plain device, which guests on embedded instances "
+        "need ({}); QEMU 7.2 (Debian 12) has it",
+        host, machine, qemu_device_help.substr(0, qemu_device_help.find('\n')));
   }
   return "";
 }
@@ -83,36 +87,38 @@ RegionHandOver local_region_hand_over() {
   };
 }
 
-RegionHandOver remote_region_hand_over(SshEndpoint login, std::filesystem::path known_hosts) {
-  auto session = std::make_shared<std::unique_ptr<SshHost>>();
-  return [login = std::move(login), known_hosts = std::move(known_hosts), session](
-             const std::filesystem::path& region,
-             const std::optional<FileOwner>& owner) -> std::uint64_t {
-    if (!*session) {
-      SshConnectOptions options;
-      options.label = "libvirt host " + login.display();
-      options.target = login;
-      options.known_hosts = known_hosts;
-      *session = std::make_unique<SshHost>(options.label, login.host, options);
+std::string run_on_libvirt_host(const GuestJump& login, const std::string& script) {
+  SshConnectOptions options;
+  options.label = "libvirt host " + login.host.display();
+  options.target = login.host;
+  options.known_hosts = login.known_hosts;
+  SshHost machine(options.label, login.host.host, options);
+  const CommandResult result = machine
+                                   .start(CommandSpec{.argv = {"sh", "-c", script},
+                                                      .timeout = std::chrono::seconds(30),
+                                                      .env = {}},
+                                          nullptr)
+                                   ->wait(Clock::now() + std::chrono::seconds(30));
+  if (!result.ok()) {
+    std::string said = result.output();
+    while (!said.empty() && std::isspace(static_cast<unsigned char>(said.back()))) {
+      said.pop_back();
     }
+    throw std::runtime_error(
+        fmt::format("on {}: `{}` {}: {}", login.host.display(), script, result.describe(), said));
+  }
+  return result.out;
+}
+
+RegionHandOver remote_region_hand_over(GuestJump login) {
+  return [login = std::move(login)](const std::filesystem::path& region,
+                                    const std::optional<FileOwner>& owner) -> std::uint64_t {
     const std::string quoted = shell_quote(region.string());
     std::string script = "stat -c %s " + quoted;
     if (owner) {
       script = fmt::format("chown {}:{} {} && {}", owner->uid, owner->gid, quoted, script);
     }
-    auto command = (*session)->start(
-        CommandSpec{.argv = {"sh", "-c", script}, .timeout = std::chrono::seconds(30), .env = {}},
-        nullptr);
-    const CommandResult result = command->wait(Clock::now() + std::chrono::seconds(30));
-    if (!result.ok()) {
-      std::string said = result.output();
-      while (!said.empty() && std::isspace(static_cast<unsigned char>(said.back()))) {
-        said.pop_back();
-      }
-      throw std::runtime_error(
-          fmt::format("on {}: `{}` {}: {}", login.display(), script, result.describe(), said));
-    }
-    return std::stoull(result.out);
+    return std::stoull(run_on_libvirt_host(login, script));
   };
 }
 

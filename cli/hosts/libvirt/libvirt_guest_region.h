@@ -11,6 +11,7 @@
 #include <string>
 
 #include "base/config_value.h"
+#include "hosts/libvirt/libvirt_config.h"
 #include "hosts/libvirt/libvirt_domain.h"
 #include "hosts/ssh/ssh_connection.h"
 
@@ -35,6 +36,10 @@ bool served_by_embedded_instance(const Config& scenario, int instance);
 // stands in for `qemu-system-x86_64 -device help` in tests). Another machine's is not probed.
 std::string guest_region_unsupported(const std::string& host, const std::string& uri,
                                      const std::optional<std::string>& qemu_device_help = {});
+// Why guest `host` cannot be served through a guest region by the QEMU on `machine` whose
+// `-device help` printed `qemu_device_help`, or "" when it can.
+std::string ivshmem_missing(const std::string& host, const std::string& machine,
+                            const std::string& qemu_device_help);
 
 // Hands a guest region's file to QEMU's user (`owner`; libvirt relabels disks, not shared
 // memory) on the machine QEMU runs on, and returns the file's size in bytes. Throws
@@ -44,8 +49,11 @@ using RegionHandOver = std::function<std::uint64_t(const std::filesystem::path& 
 // This machine's file, handed over by chown(2).
 RegionHandOver local_region_hand_over();
 // A file of the libvirt host `login` reaches (a qemu+ssh:// URI's own login): `chown` and `stat`
-// over one SSH session, opened on first use.
-RegionHandOver remote_region_hand_over(SshEndpoint login, std::filesystem::path known_hosts);
+// over SSH.
+RegionHandOver remote_region_hand_over(GuestJump login);
+// Runs `script` with sh on the libvirt host `login` reaches, over a new SSH session; its stdout.
+// Throws std::runtime_error naming the host, the script and what it printed when it fails.
+std::string run_on_libvirt_host(const GuestJump& login, const std::string& script);
 
 // Gives the domain `spec` instance `instance`'s guest region of run `run_token`, which the
 // instance created on QEMU's machine, handed over to QEMU's user there (`owner`) and sized as the

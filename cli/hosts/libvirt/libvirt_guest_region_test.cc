@@ -36,8 +36,12 @@ TEST_CASE("a guest region on this machine needs QEMU's ivshmem-plain", "[libvirt
   CHECK(guest_region_unsupported("g1", "qemu:///system", with).empty());
   CHECK_THAT(guest_region_unsupported("g1", "qemu:///system", without),
              Catch::Contains("hosts.g1: QEMU on this machine has no ivshmem-plain"));
-  // Another machine's QEMU is not probed from here (doctor HOST checks it there).
+  // Another machine's QEMU is not probed from here: the run's preflight asks it over SSH
+  // (LibvirtProvider::check_machines), with the same verdict naming that machine.
   CHECK(guest_region_unsupported("g2", "qemu+ssh://lab@box/system", without).empty());
+  CHECK(ivshmem_missing("g2", "box", with).empty());
+  CHECK_THAT(ivshmem_missing("g2", "box", without),
+             Catch::StartsWith("hosts.g2: QEMU on box has no ivshmem-plain device"));
   // The test driver boots nothing: nothing to check.
   CHECK(guest_region_unsupported("g3", "test:///default", without).empty());
 }

@@ -50,7 +50,7 @@ const RegionHandOver& region_hand_over(GuestRun& run) {
     if (run.local) {
       run.hand_over = local_region_hand_over();
     } else if (auto login = libvirt_host_login(run.config, run.uri)) {
-      run.hand_over = remote_region_hand_over(login->host, login->known_hosts);
+      run.hand_over = remote_region_hand_over(*login);
     } else {
       throw std::runtime_error(fmt::format(
           "libvirt uri {}: guest regions on another machine are handed to QEMU's user over the "
@@ -393,6 +393,33 @@ std::vector<std::string> LibvirtProvider::describe(const std::vector<HostSpec>& 
         guest.timeouts.host_key.count()));
   }
   return lines;
+}
+
+void LibvirtProvider::check_machines(const std::vector<HostSpec>& hosts,
+                                     const Config& scenario) const {
+  const LibvirtRunConfig run = parse_libvirt_run(scenario);
+  std::map<std::string, std::string> probed;  // URI -> its QEMU's `-device help`
+  for (const auto& host : hosts) {
+    const LibvirtGuestConfig guest = parse_libvirt_guest(host, base_dir_);
+    auto login = libvirt_host_login(run, guest.uri);
+    if (!served_by_embedded_instance(scenario, guest.instance) || !login) {
+      continue;  // this machine's QEMU was probed by check()
+    }
+    if (!probed.contains(guest.uri)) {
+      try {
+        probed[guest.uri] = run_on_libvirt_host(*login, "qemu-system-x86_64 -device help");
+      } catch (const std::exception& error) {
+        throw std::runtime_error(fmt::format(
+            "hosts.{}: cannot ask QEMU on {} whether it has ivshmem-plain, which guests on "
+            "embedded instances need: {}",
+            host.name, libvirt_uri_machine(guest.uri), error.what()));
+      }
+    }
+    if (auto why = ivshmem_missing(host.name, libvirt_uri_machine(guest.uri), probed[guest.uri]);
+        !why.empty()) {
+      throw std::runtime_error(why);
+    }
+  }
 }
 
 std::string LibvirtProvider::machine_of(const HostSpec& host) const {

@@ -30,6 +30,9 @@ class LibvirtProvider : public HostProvider {
   // A guest attached to an embedded instance maps its guest region as an ivshmem device.
   bool reaches_instances_through_regions() const override { return true; }
   std::string machine_of(const HostSpec& host) const override;
+  // QEMU on each remote libvirt host whose guests are served by embedded instances has
+  // ivshmem-plain (`qemu-system-x86_64 -device help` over the URI's SSH login).
+  void check_machines(const std::vector<HostSpec>& hosts, const Config& scenario) const override;
   // Static addresses (given or assigned from the subnet); "" for every guest with dhcp: true.
   std::vector<std::string> planned_addresses(const std::vector<HostSpec>& hosts,
                                              const Config& scenario) const override;
