@@ -187,6 +187,9 @@ int poll_cq(ibv_cq* ibv, int entries, ibv_wc* wc) {
   auto& cq = *reinterpret_cast<Cq*>(ibv);
   ContextState& state = state_of(ibv->context);
   std::lock_guard lock(state.data);
+  if (state.channel.region_base() == nullptr) {
+    state.channel.area().client.note(state.polls);
+  }
   if (cq.ready.empty()) {
     sort_completions(state);
     if (cq.ready.empty()) {

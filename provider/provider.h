@@ -41,6 +41,7 @@ struct ContextState {
   std::unordered_map<std::uint32_t, Qp*> qps;  // by QP number
   bool instance_lost = false;
   unsigned empty_polls = 0;
+  std::uint32_t polls = 0;  // every ibv_poll_cq, for shm::ClientPresence
   int async_fd = -1;
 };
 

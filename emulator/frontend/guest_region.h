@@ -22,7 +22,7 @@
 namespace ernic::emu::region {
 
 inline constexpr std::uint64_t kMagic = 0x3152474349524e45;  // "ERNICGR1", little-endian
-inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::uint32_t kVersion = 2;                 // 2: shm::Area carries ClientPresence
 inline constexpr std::uint32_t kSlots = 8;
 inline constexpr std::size_t kPage = 4096;
 // What an instance creates when told no size: room for perftest's and ibv_rc_pingpong's buffers

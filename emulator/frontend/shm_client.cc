@@ -241,6 +241,7 @@ void ShmClient::post_nop(std::uint32_t cq, std::uint64_t wr_id) {
 }
 
 bool ShmClient::drain_completions() {
+  area_->client.note(presence_calls_);
   std::uint32_t head = area_->completion_head.value.load(std::memory_order_relaxed);
   const std::uint32_t tail = area_->completion_tail.value.load(std::memory_order_acquire);
   if (head == tail) {
@@ -312,6 +313,7 @@ bool ShmClient::wait_until(const std::function<bool()>& ready, std::chrono::micr
     const auto spin_start = std::chrono::steady_clock::now();
     while (std::chrono::steady_clock::now() - spin_start < spin &&
            instance_cpu() != sched_getcpu()) {
+      area_->client.note(presence_calls_);
       if (ready()) {
         return true;
       }

@@ -75,6 +75,7 @@ class ShmClient final : public Device {
   int doorbell_fd_ = -1;
   int completion_fd_ = -1;
   shm::Area* area_ = nullptr;
+  std::uint32_t presence_calls_ = 0;  // shm::ClientPresence
   NodeId node_ = 0;
   pid_t instance_pid_ = 0;
   std::string mac_;

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <sched.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -13,7 +15,7 @@
 // when the other side said it is about to block.
 namespace ernic::emu::shm {
 
-inline constexpr std::uint32_t kProtocolVersion = 4;
+inline constexpr std::uint32_t kProtocolVersion = 5;
 inline constexpr std::uint32_t kSubmitSlots = 4096;
 inline constexpr std::uint32_t kCompletionSlots = 8192;
 
@@ -72,6 +74,29 @@ struct alignas(64) WriteWatch {
 };
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
 
+// Where the client's program runs: the CPU it last polled on, plus one (0: not known), and a
+// count it moves on while it polls, so the instance tells a program spinning now from one that
+// stopped. The instance's loop keeps off that CPU while the count moves (runtime/
+// cpu_placement.h). Never set through a guest region: a guest's CPUs are not the host's.
+struct alignas(64) ClientPresence {
+  std::atomic<std::uint32_t> cpu;
+  std::atomic<std::uint32_t> activity;
+
+  // Called as the program polls: a store every `kEvery` calls, none when nothing changed.
+  void note(std::uint32_t& calls) {
+    static constexpr std::uint32_t kEvery = 16;
+    if (++calls % kEvery != 0) {
+      return;
+    }
+    // No system call: glibc reads the rseq area the kernel keeps current.
+    const auto published = static_cast<std::uint32_t>(sched_getcpu() + 1);
+    if (cpu.load(std::memory_order_relaxed) != published) {
+      cpu.store(published, std::memory_order_relaxed);
+    }
+    activity.store(calls, std::memory_order_relaxed);
+  }
+};
+
 struct Area {
   Index submit_head;       // instance consumes
   Index submit_tail;       // client produces
@@ -83,6 +108,7 @@ struct Area {
   // The CPU the instance's event loop last ran on, plus one (0: not yet known). A client that
   // shares it does not spin (ShmClient::wait_until).
   Index instance_cpu;
+  ClientPresence client;
   SubmitEntry submits[kSubmitSlots];
   CompletionEntry completions[kCompletionSlots];
 };

@@ -14,6 +14,7 @@
 #include "engine/engine.h"
 #include "frontend/guest_region_file.h"
 #include "frontend/shm_protocol.h"
+#include "runtime/cpu_placement.h"
 #include "runtime/descriptor_reserve.h"
 #include "runtime/event_loop.h"
 #include "runtime/log.h"
@@ -99,6 +100,10 @@ class ShmFrontEnd final : public SharedMemoryDirectory {
     std::uint64_t beat_seen = 0;
     EventLoop::Clock::time_point beat_at{};
     bool opened = false;
+    // shm::ClientPresence as last looked at: its count, and looks since it last moved.
+    std::uint32_t presence_seen = 0;
+    unsigned looks_without_presence = ~0u;
+    unsigned looks_since_bulk_request = ~0u;  // a request of kBulkRequestBytes or more
   };
 
   struct Request;
@@ -135,6 +140,8 @@ class ShmFrontEnd final : public SharedMemoryDirectory {
   void drop(Client& c);
   // Tells every client which CPU this loop runs on: a client there blocks instead of spinning.
   void publish_cpu();
+  // Keeps this loop off the CPUs its clients' programs are polling on (runtime/cpu_placement.h).
+  void keep_off_polling_clients();
   bool drain(Client& c);
   // Posts the receives for `qpn` still in `c`'s submit ring, ahead of the rest of the ring.
   void take_receives(Client& c, std::uint32_t qpn);
@@ -160,6 +167,8 @@ class ShmFrontEnd final : public SharedMemoryDirectory {
   GuestRegionFile* guest_region_ = nullptr;
   std::uint64_t guest_wakeup_ = 0;
   bool guest_slots_claimed_ = false;
+  CpuPlacement placement_;
+  unsigned turns_since_placement_ = 0;
 };
 
 }  // namespace ernic::emu

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
@@ -136,6 +137,52 @@ TEST_CASE("a client on another CPU than its instance spins before it blocks") {
   // which even on a CPU shared with a busy neighbour makes dozens in 200 ms.
   CHECK(looks_until_timeout(client, std::chrono::milliseconds(200), std::chrono::milliseconds(1)) >
         3);
+}
+
+// The CPUs thread `tid` may run on.
+std::vector<int> affinity_of(pid_t tid) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  REQUIRE(sched_getaffinity(tid, sizeof set, &set) == 0);
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) {
+      cpus.push_back(cpu);
+    }
+  }
+  return cpus;
+}
+
+// A program that spins without yielding (perftest's ib_write_lat on its buffer) keeps a loop on
+// its CPU waiting for the scheduler's slice: the loop goes where its programs do not poll.
+TEST_CASE("an instance's loop keeps off the CPU its client polls on") {
+  const std::vector<int> cpus = allowed_cpus();
+  if (cpus.size() < 2) {
+    WARN("one CPU: there is nowhere else for the loop to go");
+    return;
+  }
+  TestDir dir("shm-keep-off");
+  Supervisor supervisor;
+  start_instances(supervisor, dir, 1, "cpu-test");
+  const pid_t instance = supervisor.instances()[0].pid;
+  ShmClient client(supervisor.instances()[0].socket.string());
+  const std::uint32_t cq = client.create_cq();
+  REQUIRE(affinity_of(instance) == cpus);
+  PinnedThread pinned(cpus[0]);
+
+  // Requests and a poll for each, as a latency test makes them: the loop keeps turning.
+  std::uint64_t id = 0;
+  const auto polling_client = [&] {
+    for (int i = 0; i < 200; ++i) {
+      client.post_nop(cq, ++id);
+      REQUIRE(client.wait(std::chrono::microseconds(1000), std::chrono::milliseconds(5000)));
+      ShmClient::Completion done[1];
+      CHECK(client.poll_cq(cq, done) == 1);
+    }
+    const std::vector<int> now = affinity_of(instance);
+    return std::find(now.begin(), now.end(), cpus[0]) == now.end();
+  };
+  CHECK(observe(polling_client, std::chrono::seconds(20)));
 }
 
 }  // namespace

@@ -1,0 +1,31 @@
+#include "runtime/cpu_placement.h"
+
+namespace ernic::emu {
+
+bool CpuPlacement::keep_off(const std::vector<int>& busy) {
+  cpu_set_t now;
+  if (sched_getaffinity(0, sizeof now, &now) != 0) {
+    return false;
+  }
+  if (!known_ || !CPU_EQUAL(&now, &set_by_us_)) {
+    allowed_ = now;  // first asked, or moved by someone else since: that is what we may use
+    set_by_us_ = now;
+    known_ = true;
+  }
+  cpu_set_t wanted = allowed_;
+  for (int cpu : busy) {
+    if (cpu >= 0 && cpu < CPU_SETSIZE) {
+      CPU_CLR(cpu, &wanted);
+    }
+  }
+  if (CPU_COUNT(&wanted) == 0) {
+    wanted = allowed_;
+  }
+  if (CPU_EQUAL(&wanted, &now) || sched_setaffinity(0, sizeof wanted, &wanted) != 0) {
+    return false;
+  }
+  set_by_us_ = wanted;
+  return true;
+}
+
+}  // namespace ernic::emu
