@@ -10,11 +10,11 @@
 
 namespace ernic::emu {
 
-// The CPUs this thread may run on, lowest first.
-inline std::vector<int> allowed_cpus() {
+// The CPUs thread `tid` (0: the calling one) may run on, lowest first.
+inline std::vector<int> allowed_cpus(pid_t tid = 0) {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) {
+  if (sched_getaffinity(tid, sizeof set, &set) != 0) {
     throw std::system_error(errno, std::generic_category(), "sched_getaffinity");
   }
   std::vector<int> cpus;

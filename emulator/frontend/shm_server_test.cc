@@ -139,20 +139,6 @@ TEST_CASE("a client on another CPU than its instance spins before it blocks") {
         3);
 }
 
-// The CPUs thread `tid` may run on.
-std::vector<int> affinity_of(pid_t tid) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  REQUIRE(sched_getaffinity(tid, sizeof set, &set) == 0);
-  std::vector<int> cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) {
-      cpus.push_back(cpu);
-    }
-  }
-  return cpus;
-}
-
 // A program that spins without yielding (perftest's ib_write_lat on its buffer) keeps a loop on
 // its CPU waiting for the scheduler's slice: the loop goes where its programs do not poll.
 TEST_CASE("an instance's loop keeps off the CPU its client polls on") {
@@ -167,7 +153,7 @@ TEST_CASE("an instance's loop keeps off the CPU its client polls on") {
   const pid_t instance = supervisor.instances()[0].pid;
   ShmClient client(supervisor.instances()[0].socket.string());
   const std::uint32_t cq = client.create_cq();
-  REQUIRE(affinity_of(instance) == cpus);
+  REQUIRE(allowed_cpus(instance) == cpus);
   PinnedThread pinned(cpus[0]);
 
   // Requests and a poll for each, as a latency test makes them: the loop keeps turning.
@@ -179,7 +165,7 @@ TEST_CASE("an instance's loop keeps off the CPU its client polls on") {
       ShmClient::Completion done[1];
       CHECK(client.poll_cq(cq, done) == 1);
     }
-    const std::vector<int> now = affinity_of(instance);
+    const std::vector<int> now = allowed_cpus(instance);
     return std::find(now.begin(), now.end(), cpus[0]) == now.end();
   };
   CHECK(observe(polling_client, std::chrono::seconds(20)));
