@@ -82,6 +82,28 @@ TEST_CASE("three instances carry verified traffic between every pair") {
   CHECK(supervisor.check_alive().empty());
 }
 
+// A run reads each point's counters from the stats files once the point's programs are done:
+// the instances write them when traffic stops, not only every interval (a minute here).
+TEST_CASE("the stats file counts traffic as soon as it stops, clients still attached") {
+  TestDir dir("stats-when-idle");
+  Supervisor supervisor;
+  supervisor.start(mesh_config_with(dir.path(), 2, {"--stats-interval-ms", "60000"}));
+  ShmClient manager(supervisor.instances()[0].socket.string());
+  ShmClient worker(supervisor.instances()[1].socket.string());
+  Endpoint a(manager);
+  Endpoint b(worker);
+  a.connect_to(b);
+  b.connect_to(a);
+  exchange(a, b, 300000, 7);
+  // The manager sent the SEND and the WRITE; the worker received them.
+  const auto counted = [&](int instance, const char* key, std::uint64_t bytes) {
+    const auto& stats = supervisor.instances()[static_cast<std::size_t>(instance)].stats;
+    return observe([&] { return stat_of(stats, key) >= bytes; }, std::chrono::seconds(5));
+  };
+  CHECK(counted(0, "bytes_sent", 2 * 300000));
+  CHECK(counted(1, "bytes_received", 2 * 300000));
+}
+
 TEST_CASE("every size of the sweep arrives byte for byte") {
   TestDir dir("sweep");
   Supervisor supervisor;

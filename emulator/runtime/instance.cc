@@ -250,6 +250,8 @@ class StatsFile {
       : path_(path), counters_(counters), log_(log) {}
 
   void update() {
+    written_at_ = std::chrono::steady_clock::now();
+    written_bytes_ = bytes_moved();
     const std::string error = write_stats(path_, counters_);
     if (!error.empty() && !failing_) {
       log_.error("ernic: stats file not updated: {}", error);
@@ -259,11 +261,29 @@ class StatsFile {
     failing_ = !error.empty();
   }
 
+  // Rewrites the file when traffic stopped since it was last written, at most every 10 ms: the
+  // loop calls this before it blocks, so a point's counters are whole when its program exits,
+  // without waiting for the next periodic rewrite (a second later).
+  void update_if_traffic_stopped() {
+    constexpr auto kAtMostEvery = std::chrono::milliseconds(10);
+    if (bytes_moved() != written_bytes_ &&
+        std::chrono::steady_clock::now() - written_at_ >= kAtMostEvery) {
+      update();
+    }
+  }
+
  private:
+  std::uint64_t bytes_moved() const {
+    return counters_.engine->bytes_sent + counters_.engine->bytes_received +
+           counters_.engine->completions;
+  }
+
   const std::string& path_;
   Counters counters_;
   Logger& log_;
   bool failing_ = false;
+  std::chrono::steady_clock::time_point written_at_{};
+  std::uint64_t written_bytes_ = 0;
 };
 
 }  // namespace
@@ -374,6 +394,11 @@ int run_instance(const InstanceConfig& config) {
                   log);
   auto update_stats = [&stats] { stats.update(); };
   front.set_on_detach(update_stats);
+  loop.add_poller({[] { return false; },
+                   [&stats] {
+                     stats.update_if_traffic_stopped();
+                     return true;
+                   }});
   std::function<void()> stats_tick = [&] {
     update_stats();
     loop.add_timer(EventLoop::Clock::now() + config.stats_interval, stats_tick);
