@@ -90,11 +90,8 @@ TEST_CASE("the stats file counts traffic as soon as it stops, clients still atta
   supervisor.start(mesh_config_with(dir.path(), 2, {"--stats-interval-ms", "60000"}));
   ShmClient manager(supervisor.instances()[0].socket.string());
   ShmClient worker(supervisor.instances()[1].socket.string());
-  Endpoint a(manager);
-  Endpoint b(worker);
-  a.connect_to(b);
-  b.connect_to(a);
-  exchange(a, b, 300000, 7);
+  EndpointPair pair(manager, worker);
+  exchange(pair.a, pair.b, 300000, 7);
   // The manager sent the SEND and the WRITE; the worker received them.
   const auto counted = [&](int instance, const char* key, std::uint64_t bytes) {
     const auto& stats = supervisor.instances()[static_cast<std::size_t>(instance)].stats;
