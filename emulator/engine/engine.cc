@@ -285,6 +285,9 @@ void Engine::post_send(std::uint32_t qpn, const SendWr& wr) {
   if (q.send_queue.empty()) {
     ++stats_.latency_requests;
   }
+  if (wr.sge.length >= kStreamRequestBytes) {
+    ++stats_.stream_requests;
+  }
   q.send_queue.push_back(wqe);
   transmit_pending(q);
 }

@@ -37,6 +37,10 @@ struct EngineStats {
   // of requests queued and moves larger ones. The instance's scheduling follows this count
   // (runtime/traffic_scheduling.h).
   std::uint64_t latency_requests = 0;
+  // The traffic that keeps a loop copying: requests of kStreamRequestBytes or more, posted or
+  // served, so that both ends of a transfer count it. Where the instance's loop runs follows
+  // this count (ShmFrontEnd::place_loop).
+  std::uint64_t stream_requests = 0;
 };
 
 // One queue pair's share of the traffic, in the per-QP sections of the stats file (rocm-ernic's
@@ -52,6 +56,8 @@ struct QpStats {
 
 // The largest request a responder counts as latency traffic (EngineStats::latency_requests).
 inline constexpr std::uint32_t kShortRequestBytes = 16u << 10;
+// The shortest request counted in EngineStats::stream_requests.
+inline constexpr std::uint64_t kStreamRequestBytes = 1u << 20;
 
 using Clock = std::chrono::steady_clock;
 
@@ -184,6 +190,8 @@ class Engine final : public FabricReceiver {
   Placement place_read_response(QueuePair& q, const FrameHeader& h);
   // delivered(), one per kind of frame placed.
   void on_request_segment(QueuePair& q, const FrameHeader& h);
+  // A request served for a peer, in the latency and stream counts (EngineStats).
+  void count_served_request(std::uint64_t length);
   void serve_read_request(QueuePair& q, const FrameHeader& h);
   void on_read_response(QueuePair& q, const FrameHeader& h);
   void on_ack(QueuePair& q, std::uint32_t msn);

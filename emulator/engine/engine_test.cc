@@ -187,6 +187,43 @@ TEST_CASE("latency traffic is counted: lone requests and short ones served, not 
   CHECK(latency_requests(1) == 2);
 }
 
+// Where an instance's loop runs follows this count (ShmFrontEnd::place_loop): both ends of a
+// long transfer count it, and nobody counts short ones, however many are outstanding.
+TEST_CASE("stream traffic is counted: requests of 1 MiB or more, posted or served") {
+  Pair p;
+  const auto streamed = [&p](int node) { return p.sides[node].engine->stats().stream_requests; };
+  for (std::uint64_t i = 0; i < 3; ++i) {  // a window of three 20 KiB WRITEs
+    p.post(0, SendOpcode::kRdmaWrite, i, 0, 20000, p.sides[1].iova, p.sides[1].keys.rkey);
+  }
+  p.post_recv(1, 10, 0, 4096);
+  p.post(0, SendOpcode::kSend, 4, 0, 4096);
+  p.hub.deliver();
+  REQUIRE(p.poll(0).size() == 4);
+  CHECK(streamed(0) == 0);
+  CHECK(streamed(1) == 0);
+
+  std::vector<std::vector<std::byte>> memory(2, std::vector<std::byte>(kStreamRequestBytes));
+  std::vector<MemoryKeys> keys;
+  for (int node : {0, 1}) {
+    Pair::Side& s = p.sides[node];
+    keys.push_back(s.engine->reg_mr(s.pd, memory[node].data(), 0x70000000ull * (node + 1),
+                                    kStreamRequestBytes, kAccessLocalWrite | kAccessRemoteWrite));
+  }
+  SendWr write;
+  write.wr_id = 5;
+  write.opcode = SendOpcode::kRdmaWrite;
+  write.sge = {0x70000000ull, static_cast<std::uint32_t>(kStreamRequestBytes), keys[0].lkey};
+  write.remote_addr = 0x70000000ull * 2;
+  write.rkey = keys[1].rkey;
+  p.sides[0].engine->post_send(p.sides[0].qpn, write);
+  p.hub.deliver();
+  const auto done = p.poll(0);
+  REQUIRE(done.size() == 1);
+  CHECK(done[0].status == WcStatus::kSuccess);
+  CHECK(streamed(0) == 1);  // posted
+  CHECK(streamed(1) == 1);  // served
+}
+
 // The fabric may ask for other segments towards a peer (the mesh: larger ones to a peer that
 // takes payloads by reference); the engine's own size holds elsewhere, READ responses included.
 TEST_CASE("segments follow the size the fabric prefers towards each peer") {

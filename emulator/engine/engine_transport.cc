@@ -274,9 +274,7 @@ void Engine::on_request_segment(QueuePair& q, const FrameHeader& h) {
   if (h.offset + h.payload_length < h.total_length) {
     return;
   }
-  if (h.total_length <= kShortRequestBytes) {
-    ++stats_.latency_requests;
-  }
+  count_served_request(h.total_length);
   if (q.current_recv) {
     const bool imm = (h.flags & kFlagImmediate) != 0;
     const WcOpcode op = h.op == FrameOp::kSend ? WcOpcode::kRecv : WcOpcode::kRecvRdmaWithImm;
@@ -290,10 +288,17 @@ void Engine::on_request_segment(QueuePair& q, const FrameHeader& h) {
   q.expected_offset = 0;
 }
 
-void Engine::serve_read_request(QueuePair& q, const FrameHeader& h) {
-  if (h.total_length <= kShortRequestBytes) {
+void Engine::count_served_request(std::uint64_t length) {
+  if (length <= kShortRequestBytes) {
     ++stats_.latency_requests;
   }
+  if (length >= kStreamRequestBytes) {
+    ++stats_.stream_requests;
+  }
+}
+
+void Engine::serve_read_request(QueuePair& q, const FrameHeader& h) {
+  count_served_request(h.total_length);
   std::byte* src = nullptr;
   if (h.total_length > 0) {
     if ((q.access & kAccessRemoteRead) != 0) {

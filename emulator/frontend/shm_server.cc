@@ -41,11 +41,6 @@ Bytes error_response(const std::string& message, int error_number) {
   return w.bytes();
 }
 
-// A request this long keeps the loop copying for longer than a scheduler's slice; its client's
-// CPU is not avoided then (ib_write_lat 8 MiB took 12 ms a message with each loop beside the
-// peer's program, 0.8 ms with both loops on one CPU and the programs on the other).
-constexpr std::uint32_t kBulkRequestBytes = 4u << 20;
-
 }  // namespace
 
 ShmFrontEnd::ShmFrontEnd(EventLoop& loop, Engine& engine, Logger& log, InstanceIdentity identity)
@@ -53,7 +48,7 @@ ShmFrontEnd::ShmFrontEnd(EventLoop& loop, Engine& engine, Logger& log, InstanceI
   poller_ = loop_.add_poller({
       [this] {
         publish_cpu();
-        keep_off_polling_clients();
+        place_loop();
         bool worked = false;
         if (guest_region_ != nullptr) {
           worked |= poll_guest_region();
@@ -361,22 +356,41 @@ void ShmFrontEnd::publish_cpu() {
   }
 }
 
-void ShmFrontEnd::keep_off_polling_clients() {
-  // A look every few hundred turns (a turn is a microsecond or two while the loop spins): a
+void ShmFrontEnd::place_loop() {
+  // A look every few hundred turns (a turn is a microsecond or two while the loop spins), or
+  // every millisecond when turns are rarer (a latency test's loop blocks between messages): a
   // program's CPU changes when the scheduler moves it, rarely. A program whose count stood still
   // for a few dozen looks stopped polling (it exited, blocks, or the run ended), and its CPU is
-  // free again.
+  // free again. A stream has stopped when no request of one came for a few milliseconds (a
+  // bandwidth test's come every millisecond at most: 8 MiB at 10 GB/s).
   constexpr unsigned kTurnsPerLook = 256;
+  constexpr unsigned kTurnsPerClockRead = 16;
+  constexpr auto kLookInterval = std::chrono::milliseconds(1);
+  constexpr auto kStreamStopped = std::chrono::milliseconds(5);
   constexpr unsigned kLooksUntilStopped = 32;
-  if (++turns_since_placement_ < kTurnsPerLook) {
+  ++turns_since_placement_;
+  if (turns_since_placement_ % kTurnsPerClockRead != 0) {
+    return;
+  }
+  const auto now = EventLoop::Clock::now();
+  if (turns_since_placement_ < kTurnsPerLook && now - last_look_ < kLookInterval) {
     return;
   }
   turns_since_placement_ = 0;
+  last_look_ = now;
+  const std::uint64_t streamed = engine_.stats().stream_requests;
+  if (streamed != stream_requests_seen_) {
+    stream_requests_seen_ = streamed;
+    stream_seen_at_ = now;
+  }
+  const bool streaming = now - stream_seen_at_ < kStreamStopped;
   std::vector<int> polling;
+  bool programs_here = false;
   for (auto& [fd, c] : clients_) {
     if (c->area == nullptr || c->slot >= 0) {
       continue;  // a guest's programs: its CPUs are not this machine's
     }
+    programs_here = true;
     const std::uint32_t activity = c->area->client.activity.load(std::memory_order_relaxed);
     if (activity != c->presence_seen) {
       c->presence_seen = activity;
@@ -384,16 +398,16 @@ void ShmFrontEnd::keep_off_polling_clients() {
     } else if (c->looks_without_presence < kLooksUntilStopped) {
       ++c->looks_without_presence;
     }
-    if (c->looks_since_bulk_request < kLooksUntilStopped) {
-      ++c->looks_since_bulk_request;
-    }
     const std::uint32_t cpu = c->area->client.cpu.load(std::memory_order_relaxed);
-    if (c->looks_without_presence < kLooksUntilStopped &&
-        c->looks_since_bulk_request >= kLooksUntilStopped && cpu != 0) {
+    if (c->looks_without_presence < kLooksUntilStopped && cpu != 0) {
       polling.push_back(static_cast<int>(cpu - 1));
     }
   }
-  placement_.keep_off(polling);
+  if (programs_here && streaming) {
+    placement_.gather();
+  } else {
+    placement_.keep_off(polling);
+  }
 }
 
 bool ShmFrontEnd::drain(Client& c) {
@@ -449,9 +463,6 @@ bool ShmFrontEnd::drain(Client& c) {
         wr.imm = e.imm;
         wr.remote_addr = e.remote_addr;
         wr.rkey = e.rkey;
-        if (e.length >= kBulkRequestBytes) {
-          c.looks_since_bulk_request = 0;
-        }
         engine_.post_send(e.qpn, wr);
       } else {
         throw VerbsError("malformed work request");

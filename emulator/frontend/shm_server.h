@@ -103,7 +103,6 @@ class ShmFrontEnd final : public SharedMemoryDirectory {
     // shm::ClientPresence as last looked at: its count, and looks since it last moved.
     std::uint32_t presence_seen = 0;
     unsigned looks_without_presence = ~0u;
-    unsigned looks_since_bulk_request = ~0u;  // a request of kBulkRequestBytes or more
   };
 
   struct Request;
@@ -140,8 +139,10 @@ class ShmFrontEnd final : public SharedMemoryDirectory {
   void drop(Client& c);
   // Tells every client which CPU this loop runs on: a client there blocks instead of spinning.
   void publish_cpu();
-  // Keeps this loop off the CPUs its clients' programs are polling on (runtime/cpu_placement.h).
-  void keep_off_polling_clients();
+  // Places this loop by the traffic it carries (runtime/cpu_placement.h): while a stream passes
+  // through the engine (EngineStats::stream_requests), on the CPU where streaming loops gather;
+  // otherwise off the CPUs its clients' programs are polling on.
+  void place_loop();
   bool drain(Client& c);
   // Posts the receives for `qpn` still in `c`'s submit ring, ahead of the rest of the ring.
   void take_receives(Client& c, std::uint32_t qpn);
@@ -169,6 +170,9 @@ class ShmFrontEnd final : public SharedMemoryDirectory {
   bool guest_slots_claimed_ = false;
   CpuPlacement placement_;
   unsigned turns_since_placement_ = 0;
+  EventLoop::Clock::time_point last_look_{};
+  std::uint64_t stream_requests_seen_ = 0;
+  EventLoop::Clock::time_point stream_seen_at_{};
 };
 
 }  // namespace ernic::emu

@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -18,8 +19,10 @@
 #include "engine/wire.h"
 #include "frontend/shm_client.h"
 #include "mesh/mesh_test_support.h"
+#include "runtime/cpu_placement.h"
 #include "runtime/scheduling.h"
 #include "supervisor.h"
+#include "test_affinity.h"
 #include "test_dir.h"
 #include "test_process.h"
 
@@ -99,6 +102,51 @@ TEST_CASE("the stats file counts traffic as soon as it stops, clients still atta
   };
   CHECK(counted(0, "bytes_sent", 2 * 300000));
   CHECK(counted(1, "bytes_received", 2 * 300000));
+}
+
+// On fewer CPUs than a pair's two programs and two loops, the loops of a bandwidth test share
+// one CPU and leave the rest to the programs; a ping-pong's loops keep off its programs' CPUs
+// (runtime/cpu_placement.h).
+TEST_CASE("the loops of a stream gather on one CPU, and a ping-pong's keep off its program") {
+  const std::vector<int> cpus = allowed_cpus();
+  if (cpus.size() < 2) {
+    WARN("one CPU: there is nowhere else for the loops to go");
+    return;
+  }
+  TestDir dir("gather");
+  Supervisor supervisor;
+  supervisor.start(mesh_config(dir.path(), 2));
+  const pid_t manager_loop = supervisor.instances()[0].pid;
+  const pid_t worker_loop = supervisor.instances()[1].pid;
+  ShmClient manager(supervisor.instances()[0].socket.string());
+  ShmClient worker(supervisor.instances()[1].socket.string());
+  EndpointPair pair(manager, worker);
+  const std::vector<int> gathered =
+      cpus.size() < CpuPlacement::kEnoughCpus ? std::vector<int>{cpus.back()} : cpus;
+  std::uint64_t id = 0;
+  const auto stream = [&] {  // a window of four 1 MiB WRITEs at a time
+    constexpr std::uint32_t kMiB = 1u << 20;
+    for (std::uint32_t i = 0; i < 4; ++i) {
+      pair.a.client.post_send(
+          pair.a.qpn, pair.a.wr(SendOpcode::kRdmaWrite, ++id, i * kMiB, kMiB, pair.b, i * kMiB));
+    }
+    for (int i = 0; i < 4; ++i) {
+      REQUIRE(pair.a.next().ok());
+    }
+    return allowed_cpus(manager_loop) == gathered && allowed_cpus(worker_loop) == gathered;
+  };
+  CHECK(observe(stream, std::chrono::seconds(20)));
+
+  // One 4 KiB WRITE at a time from a program spinning on the CPU the stream gathered on.
+  PinnedThread pinned(cpus.back());
+  const auto ping_pong = [&] {
+    pair.a.client.post_send(pair.a.qpn,
+                            pair.a.wr(SendOpcode::kRdmaWrite, ++id, 0, 4096, pair.b, 0));
+    REQUIRE(pair.a.next().ok());
+    const std::vector<int> now = allowed_cpus(manager_loop);
+    return std::find(now.begin(), now.end(), cpus.back()) == now.end();
+  };
+  CHECK(observe(ping_pong, std::chrono::seconds(20)));
 }
 
 TEST_CASE("every size of the sweep arrives byte for byte") {

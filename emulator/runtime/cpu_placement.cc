@@ -2,8 +2,7 @@
 
 namespace ernic::emu {
 
-bool CpuPlacement::keep_off(const std::vector<int>& busy) {
-  cpu_set_t now;
+bool CpuPlacement::learn_allowed(cpu_set_t& now) {
   if (sched_getaffinity(0, sizeof now, &now) != 0) {
     return false;
   }
@@ -11,6 +10,22 @@ bool CpuPlacement::keep_off(const std::vector<int>& busy) {
     allowed_ = now;  // first asked, or moved by someone else since: that is what we may use
     set_by_us_ = now;
     known_ = true;
+  }
+  return true;
+}
+
+bool CpuPlacement::confine(const cpu_set_t& now, const cpu_set_t& wanted) {
+  if (CPU_EQUAL(&wanted, &now) || sched_setaffinity(0, sizeof wanted, &wanted) != 0) {
+    return false;
+  }
+  set_by_us_ = wanted;
+  return true;
+}
+
+bool CpuPlacement::keep_off(const std::vector<int>& busy) {
+  cpu_set_t now;
+  if (!learn_allowed(now)) {
+    return false;
   }
   cpu_set_t wanted = allowed_;
   for (int cpu : busy) {
@@ -21,11 +36,25 @@ bool CpuPlacement::keep_off(const std::vector<int>& busy) {
   if (CPU_COUNT(&wanted) == 0) {
     wanted = allowed_;
   }
-  if (CPU_EQUAL(&wanted, &now) || sched_setaffinity(0, sizeof wanted, &wanted) != 0) {
+  return confine(now, wanted);
+}
+
+bool CpuPlacement::gather() {
+  cpu_set_t now;
+  if (!learn_allowed(now)) {
     return false;
   }
-  set_by_us_ = wanted;
-  return true;
+  cpu_set_t wanted = allowed_;
+  if (CPU_COUNT(&allowed_) < enough_cpus_) {
+    CPU_ZERO(&wanted);
+    for (int cpu = CPU_SETSIZE - 1; cpu >= 0; --cpu) {
+      if (CPU_ISSET(cpu, &allowed_)) {
+        CPU_SET(cpu, &wanted);
+        break;
+      }
+    }
+  }
+  return confine(now, wanted);
 }
 
 }  // namespace ernic::emu
