@@ -239,6 +239,21 @@ static void local_contract(struct device* d, struct endpoint* main_qp) {
   expect_state(qp, IBV_QPS_INIT);
   pass();
 
+  // What qperf does without rdma_cm: a RoCE port has no LIDs to route by, and a GID left in
+  // the attributes does not count unless is_global says so.
+  begin("ibv_modify_qp INIT->RTR addressed by LID, without a GRH -> EINVAL");
+  rtr.ah_attr = (struct ibv_ah_attr){
+      .dlid = 1,
+      .port_num = kPort,
+      .grh = {.dgid = main_qp->peer.gid, .sgid_index = (uint8_t)d->gid_index, .hop_limit = 1}};
+  expect_errno("ibv_modify_qp",
+               ibv_modify_qp(qp, &rtr,
+                             IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                                 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+               EINVAL);
+  expect_state(qp, IBV_QPS_INIT);
+  pass();
+
   if (ibv_destroy_qp(qp) != 0 || ibv_destroy_cq(cq) != 0) {
     fail("cannot destroy the QP in INIT or its CQ");
   }

@@ -364,6 +364,55 @@ TEST_CASE("Debian's ibv_devinfo, ibv_rc_pingpong and perftest run through the pr
   run_debian_tools(instances, 20);
 }
 
+// qperf 0.4.11 addresses an RC queue pair by LID, with no global route header, unless told to
+// use rdma_cm (-cm1). A RoCE port refuses such an address at RTR (EINVAL), as the kernel's RoCE
+// path does on an ionic or an mlx5 port in Ethernet mode, and this device has no rdma_cm (no
+// kernel rdma_ucm): qperf's RC tests fail here as on that hardware, and the instances serve on.
+TEST_CASE("qperf's RC tests fail at RTR as on any RoCE port, and the instances serve on") {
+  if (!std::filesystem::exists("/usr/bin/qperf") ||
+      !std::filesystem::exists("/usr/bin/ib_send_lat")) {
+    WARN("qperf or perftest is not installed (.ci/install-packages --all installs them)");
+    return;
+  }
+  TwoInstances instances;
+  const std::string port = port_for_test(60);
+  Child server(spawn_with_environment("/usr/bin/qperf", {"--listen_port", port},
+                                      instances.environment(1), instances.dir() / "qperf.server"));
+  REQUIRE(observe([&] { return server_listens(static_cast<std::uint16_t>(std::stoi(port))); },
+                  std::chrono::seconds(20)));
+  struct Attempt {
+    std::vector<std::string> test;
+    std::string failure;  // what qperf prints
+  };
+  const std::vector<Attempt> attempts = {
+      {{"rc_bw"}, "failed to modify QP to RTR"},
+      {{"rc_lat"}, "failed to modify QP to RTR"},
+      {{"-cm1", "rc_rdma_write_bw"}, "rdma_create_event_channel failed"},
+  };
+  int n = 0;
+  for (const Attempt& attempt : attempts) {
+    std::vector<std::string> args{"127.0.0.1", "--listen_port", port, "-t", "1"};
+    args.insert(args.end(), attempt.test.begin(), attempt.test.end());
+    const auto out = instances.dir() / ("qperf.client." + std::to_string(n++));
+    Child client(spawn_with_environment("/usr/bin/qperf", args, instances.environment(2), out));
+    const int status = client.wait(std::chrono::seconds(60));
+    INFO("qperf " << attempt.test.back() << ":\n" << read_all(out) << instances.logs());
+    CHECK(status == 1);
+    CHECK_THAT(read_all(out), Catch::Contains(attempt.failure));
+  }
+  server.stop();
+  CHECK(instances.supervisor().check_alive().empty());
+
+  const std::string next = port_for_test(61);
+  const auto run = instances.run_pair(
+      "/usr/bin/ib_send_lat", {"-d", "ernic_1", "-x", "0", "-n", "100", "-F", "-p", next},
+      {"-d", "ernic_2", "-x", "0", "-n", "100", "-F", "-p", next, "127.0.0.1"}, "after_qperf",
+      static_cast<std::uint16_t>(std::stoi(next)));
+  INFO("server output:\n" << run.server_text << "\nclient output:\n" << run.client_text);
+  CHECK(run.server_status == 0);
+  CHECK(run.client_status == 0);
+}
+
 // The guest path without a VM: every control call, ring entry and registered page goes through
 // the instances' guest regions, as from programs in QEMU guests whose ivshmem devices map them.
 TEST_CASE("verbs programs reach their instances through guest regions, as from a guest") {
