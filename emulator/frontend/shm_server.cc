@@ -361,8 +361,8 @@ void ShmFrontEnd::place_loop() {
   // every millisecond when turns are rarer (a latency test's loop blocks between messages): a
   // program's CPU changes when the scheduler moves it, rarely. A program whose count stood still
   // for a few dozen looks stopped polling (it exited, blocks, or the run ended), and its CPU is
-  // free again. A stream has stopped when no request of one came for a few milliseconds (a
-  // bandwidth test's come every millisecond at most: 8 MiB at 10 GB/s).
+  // free again. A stream has stopped when none of its long requests came for a few
+  // milliseconds (a bandwidth test's come at least every millisecond: 8 MiB at 10 GB/s).
   constexpr unsigned kTurnsPerLook = 256;
   constexpr unsigned kTurnsPerClockRead = 16;
   constexpr auto kLookInterval = std::chrono::milliseconds(1);
