@@ -44,16 +44,16 @@ bool CpuPlacement::gather() {
   if (!learn_allowed(now)) {
     return false;
   }
-  cpu_set_t wanted = allowed_;
-  if (CPU_COUNT(&allowed_) < enough_cpus_) {
-    CPU_ZERO(&wanted);
-    for (int cpu = CPU_SETSIZE - 1; cpu >= 0; --cpu) {
-      if (CPU_ISSET(cpu, &allowed_)) {
-        CPU_SET(cpu, &wanted);
-        break;
-      }
-    }
+  if (CPU_COUNT(&allowed_) >= enough_cpus_) {
+    return confine(now, allowed_);
   }
+  int highest = CPU_SETSIZE - 1;
+  while (highest > 0 && !CPU_ISSET(highest, &allowed_)) {
+    --highest;  // allowed_ is never empty: the kernel refuses an empty affinity
+  }
+  cpu_set_t wanted;
+  CPU_ZERO(&wanted);
+  CPU_SET(highest, &wanted);
   return confine(now, wanted);
 }
 

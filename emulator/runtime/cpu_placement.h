@@ -23,21 +23,22 @@ namespace ernic::emu {
 // 13-14 with each loop beside the peer's program. Only where CPUs are scarce (kEnoughCpus).
 class CpuPlacement {
  public:
-  // Restricts the calling thread to its allowed CPUs minus `busy`, or to all of them when that
-  // would leave none. Returns whether its affinity changed.
-  bool keep_off(const std::vector<int>& busy);
   // Two programs and two loops: with this many CPUs each has one, and loops do not gather.
   static constexpr int kEnoughCpus = 4;
 
   explicit CpuPlacement(int enough_cpus = kEnoughCpus) : enough_cpus_(enough_cpus) {}
+  // Restricts the calling thread to its allowed CPUs minus `busy`, or to all of them when that
+  // would leave none. Returns whether its affinity changed.
+  bool keep_off(const std::vector<int>& busy);
   // Restricts the calling thread to the highest CPU it may use, when it may use fewer than
   // `enough_cpus`, and to all of them otherwise. Returns whether its affinity changed.
   bool gather();
 
  private:
-  // The CPUs the thread may use (learning them when first asked or after someone else moved
-  // it), or false when its affinity cannot be read.
+  // Reads the thread's affinity into `now` and, when first asked or after someone else changed
+  // it, takes it as what the thread may use. False when it cannot be read.
   bool learn_allowed(cpu_set_t& now);
+  // Sets the thread's affinity to `wanted` unless it is `now` already; whether it changed.
   bool confine(const cpu_set_t& now, const cpu_set_t& wanted);
 
   int enough_cpus_;

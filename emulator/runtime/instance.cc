@@ -251,7 +251,7 @@ class StatsFile {
 
   void update() {
     written_at_ = std::chrono::steady_clock::now();
-    written_bytes_ = bytes_moved();
+    written_traffic_ = traffic_count();
     const std::string error = write_stats(path_, counters_);
     if (!error.empty() && !failing_) {
       log_.error("ernic: stats file not updated: {}", error);
@@ -266,14 +266,15 @@ class StatsFile {
   // without waiting for the next periodic rewrite (a second later).
   void update_if_traffic_stopped() {
     constexpr auto kAtMostEvery = std::chrono::milliseconds(10);
-    if (bytes_moved() != written_bytes_ &&
+    if (traffic_count() != written_traffic_ &&
         std::chrono::steady_clock::now() - written_at_ >= kAtMostEvery) {
       update();
     }
   }
 
  private:
-  std::uint64_t bytes_moved() const {
+  // Moves with every byte and completion: unchanged, the file on disk is current.
+  std::uint64_t traffic_count() const {
     return counters_.engine->bytes_sent + counters_.engine->bytes_received +
            counters_.engine->completions;
   }
@@ -283,7 +284,7 @@ class StatsFile {
   Logger& log_;
   bool failing_ = false;
   std::chrono::steady_clock::time_point written_at_{};
-  std::uint64_t written_bytes_ = 0;
+  std::uint64_t written_traffic_ = 0;
 };
 
 }  // namespace
